@@ -1,0 +1,50 @@
+# napilab: make test-kernel (the lab's main job) and make test (its tests).
+# Both install what they need from Debian when it is missing; run as root.
+
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(PATH)
+GO ?= go
+LAB := bin/lab
+KERNEL ?= kernels/stock-6.1.yaml
+SCENARIOS ?= $(wildcard scenarios/*.yaml)
+
+# Host packages: QEMU, the kernel source, the kernel build dependencies, ccache.
+APT_PKGS := qemu-system-x86 linux-source-6.1 build-essential flex bison bc libelf-dev \
+	ccache cpio xz-utils patch kmod iproute2
+
+.PHONY: all deps lab test test-kernel test-short bench clean
+
+all: lab
+
+# deps installs the missing packages only, so a warm machine pays nothing.
+deps:
+	@missing=$$(for p in $(APT_PKGS); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:" $$missing; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+	@[ -c /dev/net/tun ] || modprobe tun
+
+lab:
+	$(GO) build -o $(LAB) ./lab
+
+# test-kernel builds the kernel (cached), boots it and runs every shipped
+# scenario; the exit code is the verdict (0 PASS, 1 FAIL, 2 ERROR).
+test-kernel: deps lab
+	$(LAB) run $(SCENARIOS) --kernel $(KERNEL)
+
+# test runs unit tests and the integration tests that boot the real kernel.
+test: deps
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 80m ./...
+
+# test-short skips everything that builds or boots a kernel.
+test-short:
+	$(GO) test -short ./...
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
+
+clean:
+	rm -rf bin results/runs

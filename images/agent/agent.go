@@ -1,0 +1,147 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"napilab/images/wire"
+)
+
+// agent holds the guest-side state: namespaces and running loads.
+type agent struct {
+	ns    *namespaces
+	mu    sync.Mutex
+	loads map[string]*load
+}
+
+func newAgent() *agent {
+	return &agent{ns: newNamespaces(), loads: map[string]*load{}}
+}
+
+func (a *agent) hello() wire.Hello {
+	var u unix.Utsname
+	unix.Uname(&u)
+	v, _ := os.ReadFile("/proc/version")
+	return wire.Hello{
+		Kernel:  unix.ByteSliceToString(u.Release[:]),
+		Version: strings.TrimSpace(string(v)),
+		CPUs:    runtime.NumCPU(),
+		Uptime:  uptime(),
+	}
+}
+
+func (a *agent) dispatch(m *wire.Message) (any, error) {
+	switch m.Op {
+	case wire.OpHello:
+		return a.hello(), nil
+	case wire.OpSetup:
+		t, err := decode[wire.Topology](m)
+		if err != nil {
+			return nil, err
+		}
+		return nil, a.setup(t)
+	case wire.OpWrite:
+		f, err := decode[wire.File](m)
+		if err != nil {
+			return nil, err
+		}
+		return nil, a.ns.writeFile(f)
+	case wire.OpRead:
+		f, err := decode[wire.File](m)
+		if err != nil {
+			return nil, err
+		}
+		return a.ns.readFile(f)
+	case wire.OpLink:
+		l, err := decode[wire.Link](m)
+		if err != nil {
+			return nil, err
+		}
+		return nil, a.ns.linkUpDown(l.Netns, l.Dev, l.Up)
+	case wire.OpFeature:
+		f, err := decode[wire.Feature](m)
+		if err != nil {
+			return nil, err
+		}
+		return nil, a.ns.feature(f.Netns, f.Dev, f.Feature, f.On)
+	case wire.OpChannels:
+		c, err := decode[wire.Channels](m)
+		if err != nil {
+			return nil, err
+		}
+		return nil, a.ns.channels(c.Netns, c.Dev, c.Combined)
+	case wire.OpStart:
+		l, err := decode[wire.Load](m)
+		if err != nil {
+			return nil, err
+		}
+		return nil, a.startLoad(l)
+	case wire.OpStop:
+		n, err := decode[wire.LoadName](m)
+		if err != nil {
+			return nil, err
+		}
+		return a.stopLoad(n.Name)
+	case wire.OpSample:
+		s, err := decode[wire.SampleArgs](m)
+		if err != nil {
+			return nil, err
+		}
+		return a.sample(s.Sources), nil
+	case wire.OpSysrq:
+		s, err := decode[wire.Sysrq](m)
+		if err != nil {
+			return nil, err
+		}
+		return nil, os.WriteFile("/proc/sysrq-trigger", []byte(s.Key), 0)
+	case wire.OpStacks:
+		return stacks(), nil
+	case wire.OpPoweroff:
+		a.stopAll()
+		return nil, nil
+	}
+	return nil, fmt.Errorf("unknown op %q", m.Op)
+}
+
+func uptime() float64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
+	return float64(ts.Sec) + float64(ts.Nsec)/1e9
+}
+
+// stacks returns the tasks in D state (or all kernel threads named napi/*)
+// with their kernel stacks, for hang evidence.
+func stacks() []wire.TaskStack {
+	var out []wire.TaskStack
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		dir := "/proc/" + e.Name()
+		stat, err := os.ReadFile(dir + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || close < open || close+3 > len(s) {
+			continue
+		}
+		comm, state := s[open+1:close], s[close+2:close+3]
+		if state != "D" && !strings.HasPrefix(comm, "napi/") {
+			continue
+		}
+		wchan, _ := os.ReadFile(dir + "/wchan")
+		stack, _ := os.ReadFile(dir + "/stack")
+		out = append(out, wire.TaskStack{PID: pid, Comm: comm, State: state, Wchan: string(wchan), Stack: string(stack)})
+	}
+	return out
+}

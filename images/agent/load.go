@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
+
+	"napilab/images/wire"
+)
+
+const batch = 32
+
+// load is a running traffic generator or sink.
+type load struct {
+	spec    wire.Load
+	cancel  context.CancelFunc
+	done    chan struct{}
+	start   float64
+	packets atomic.Uint64
+	errors  atomic.Uint64
+	mu      sync.Mutex
+	buckets []uint64
+}
+
+// count adds n packets to the current bucket.
+func (l *load) count(n int) {
+	l.packets.Add(uint64(n))
+	idx := int((uptime() - l.start) * 1000 / wire.BucketWidthMs)
+	l.mu.Lock()
+	for len(l.buckets) <= idx {
+		l.buckets = append(l.buckets, 0)
+	}
+	l.buckets[idx] += uint64(n)
+	l.mu.Unlock()
+}
+
+func (l *load) stats() *wire.LoadStats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// Pad to now so a stall at the end shows as empty buckets.
+	idx := int((uptime() - l.start) * 1000 / wire.BucketWidthMs)
+	for len(l.buckets) < idx {
+		l.buckets = append(l.buckets, 0)
+	}
+	return &wire.LoadStats{
+		Name: l.spec.Name, Kind: l.spec.Kind, Packets: l.packets.Load(), Errors: l.errors.Load(),
+		Start: l.start, Buckets: append([]uint64(nil), l.buckets...),
+	}
+}
+
+func (a *agent) startLoad(s wire.Load) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.loads[s.Name]; ok {
+		return fmt.Errorf("load %s already running", s.Name)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &load{spec: s, cancel: cancel, done: make(chan struct{}), start: uptime()}
+	var conns []*net.UDPConn
+	err := a.ns.in(s.Netns, func() error {
+		n := 1
+		if s.Kind == wire.LoadUDPSend && s.Flows > 1 {
+			n = s.Flows
+		}
+		for i := 0; i < n; i++ {
+			var c *net.UDPConn
+			var err error
+			switch s.Kind {
+			case wire.LoadUDPSink:
+				c, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(s.Addr), Port: s.Port})
+				if err == nil {
+					c.SetReadBuffer(4 << 20)
+				}
+			case wire.LoadUDPSend:
+				c, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.ParseIP(s.Addr), Port: s.Port})
+			default:
+				err = fmt.Errorf("unknown load kind %q", s.Kind)
+			}
+			if err != nil {
+				return fmt.Errorf("load %s: %w", s.Name, err)
+			}
+			conns = append(conns, c)
+		}
+		return nil
+	})
+	if err != nil {
+		for _, c := range conns {
+			c.Close()
+		}
+		cancel()
+		return err
+	}
+	go func() {
+		<-ctx.Done()
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	go func() {
+		defer close(l.done)
+		runtime.LockOSThread()
+		if s.CPU >= 0 {
+			var set unix.CPUSet
+			set.Set(s.CPU)
+			if err := unix.SchedSetaffinity(0, &set); err != nil {
+				logf("load %s: pin to cpu %d: %v", s.Name, s.CPU, err)
+			}
+		}
+		if s.Kind == wire.LoadUDPSink {
+			l.sink(ctx, conns[0])
+		} else {
+			l.send(ctx, conns)
+		}
+	}()
+	a.loads[s.Name] = l
+	return nil
+}
+
+func (l *load) sink(ctx context.Context, c *net.UDPConn) {
+	pc := ipv4.NewPacketConn(c)
+	msgs := make([]ipv4.Message, batch)
+	for i := range msgs {
+		msgs[i].Buffers = [][]byte{make([]byte, 2048)}
+	}
+	for ctx.Err() == nil {
+		n, err := pc.ReadBatch(msgs, 0)
+		if err != nil {
+			if ctx.Err() == nil {
+				l.errors.Add(1)
+			}
+			continue
+		}
+		l.count(n)
+	}
+}
+
+func (l *load) send(ctx context.Context, conns []*net.UDPConn) {
+	size := l.spec.Size
+	if size <= 0 {
+		size = 64
+	}
+	payload := make([]byte, size)
+	msgs := make([]ipv4.Message, batch)
+	for i := range msgs {
+		msgs[i].Buffers = [][]byte{payload}
+	}
+	pcs := make([]*ipv4.PacketConn, len(conns))
+	for i, c := range conns {
+		pcs[i] = ipv4.NewPacketConn(c)
+	}
+	var interval time.Duration
+	if l.spec.Rate > 0 {
+		interval = time.Second * batch / time.Duration(l.spec.Rate)
+	}
+	next := time.Now()
+	for i := 0; ctx.Err() == nil; i++ {
+		n, err := pcs[i%len(pcs)].WriteBatch(msgs, 0)
+		if err != nil {
+			// ECONNREFUSED and ENOBUFS are expected under flood and toggles.
+			l.errors.Add(1)
+			if n <= 0 {
+				time.Sleep(time.Millisecond)
+				continue
+			}
+		}
+		l.count(n)
+		if interval > 0 {
+			next = next.Add(interval)
+			if d := time.Until(next); d > 0 {
+				time.Sleep(d)
+			}
+		}
+	}
+}
+
+func (a *agent) stopLoad(name string) (*wire.LoadStats, error) {
+	a.mu.Lock()
+	l, ok := a.loads[name]
+	delete(a.loads, name)
+	a.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("no load %q running", name)
+	}
+	st := l.stats()
+	l.cancel()
+	<-l.done
+	return st, nil
+}
+
+func (a *agent) stopAll() {
+	a.mu.Lock()
+	names := make([]string, 0, len(a.loads))
+	for n := range a.loads {
+		names = append(names, n)
+	}
+	a.mu.Unlock()
+	for _, n := range names {
+		a.stopLoad(n)
+	}
+}

@@ -1,0 +1,125 @@
+// Command agent is napilab's guest agent: PID 1 of the lab initramfs. It
+// mounts the pseudo filesystems, opens the virtio-serial control port and
+// serves wire requests until the host asks it to power off. It never returns.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"napilab/images/wire"
+)
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stdout, "napilab-agent: "+format+"\n", args...)
+}
+
+func main() {
+	if os.Getpid() == 1 {
+		if err := mountAll(); err != nil {
+			logf("mount: %v", err)
+		}
+	}
+	port, err := openPort()
+	if err != nil {
+		logf("no control port: %v", err)
+		halt()
+	}
+	a := newAgent()
+	conn := wire.NewConn(port)
+	hello := a.hello()
+	logf("ready: kernel %s, %d cpus, uptime %.2fs", hello.Kernel, hello.CPUs, hello.Uptime)
+	if err := conn.Send(&wire.Message{Event: wire.EventReady, Data: wire.Encode(hello)}); err != nil {
+		logf("send ready: %v", err)
+	}
+	for {
+		m, err := conn.Recv()
+		if err != nil {
+			logf("control port: %v", err)
+			halt()
+		}
+		go a.serve(conn, m)
+	}
+}
+
+// serve runs one request and answers it.
+func (a *agent) serve(conn *wire.Conn, m *wire.Message) {
+	data, err := a.dispatch(m)
+	resp := &wire.Message{ID: m.ID, Data: wire.Encode(data)}
+	if err != nil {
+		resp.Error = err.Error()
+	}
+	if err := conn.Send(resp); err != nil {
+		logf("send %s reply: %v", m.Op, err)
+	}
+	if m.Op == wire.OpPoweroff && err == nil {
+		halt()
+	}
+}
+
+func decode[T any](m *wire.Message) (T, error) {
+	var v T
+	if len(m.Args) == 0 {
+		return v, nil
+	}
+	err := json.Unmarshal(m.Args, &v)
+	if err != nil {
+		err = fmt.Errorf("bad %s args: %w", m.Op, err)
+	}
+	return v, err
+}
+
+func mountAll() error {
+	for _, m := range []struct{ src, dst, typ string }{
+		{"proc", "/proc", "proc"},
+		{"sysfs", "/sys", "sysfs"},
+		{"devtmpfs", "/dev", "devtmpfs"},
+		{"tmpfs", "/run", "tmpfs"},
+		{"tmpfs", "/tmp", "tmpfs"},
+		{"debugfs", "/sys/kernel/debug", "debugfs"},
+	} {
+		if err := os.MkdirAll(m.dst, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount(m.src, m.dst, m.typ, 0, ""); err != nil && err != unix.EBUSY {
+			logf("mount %s: %v", m.dst, err)
+		}
+	}
+	return nil
+}
+
+// openPort finds the virtio-serial port named wire.PortName.
+func openPort() (*os.File, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		names, _ := filepath.Glob("/sys/class/virtio-ports/*/name")
+		for _, n := range names {
+			b, err := os.ReadFile(n)
+			if err == nil && strings.TrimSpace(string(b)) == wire.PortName {
+				dev := "/dev/" + filepath.Base(filepath.Dir(n))
+				return os.OpenFile(dev, os.O_RDWR, 0)
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no virtio port named %s", wire.PortName)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// halt powers the machine off; PID 1 never returns.
+func halt() {
+	unix.Sync()
+	if os.Getpid() == 1 {
+		unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
+	}
+	for {
+		time.Sleep(time.Hour)
+	}
+}

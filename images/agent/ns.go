@@ -1,0 +1,216 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/safchain/ethtool"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"napilab/images/wire"
+)
+
+// namespaces owns the guest's named network namespaces. Each has its own
+// sysfs mounted under /run/napilab/ns/<name>/sys so /sys/class/net paths
+// resolve to that namespace's devices.
+type namespaces struct {
+	mu     sync.Mutex
+	byName map[string]netns.NsHandle
+}
+
+func newNamespaces() *namespaces {
+	return &namespaces{byName: map[string]netns.NsHandle{}}
+}
+
+func sysRoot(name string) string { return "/run/napilab/ns/" + name + "/sys" }
+
+// create makes a new named namespace with loopback up and its own sysfs.
+func (n *namespaces) create(name string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.byName[name]; ok {
+		return nil
+	}
+	var h netns.NsHandle
+	err := locked(func() error {
+		orig, err := netns.Get()
+		if err != nil {
+			return err
+		}
+		defer orig.Close()
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			return fmt.Errorf("unshare netns %s: %w", name, err)
+		}
+		h, err = netns.Get()
+		if err == nil {
+			dir := sysRoot(name)
+			if err = os.MkdirAll(dir, 0o755); err == nil {
+				err = unix.Mount("sysfs", dir, "sysfs", 0, "")
+			}
+			if err == nil {
+				if lo, lerr := netlink.LinkByName("lo"); lerr == nil {
+					err = netlink.LinkSetUp(lo)
+				}
+			}
+		}
+		if serr := netns.Set(orig); serr != nil {
+			// This thread is stuck in the wrong namespace: let it die.
+			runtime.LockOSThread()
+			return fmt.Errorf("restore netns: %w", serr)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	n.byName[name] = h
+	return nil
+}
+
+func (n *namespaces) get(name string) (netns.NsHandle, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	h, ok := n.byName[name]
+	if !ok {
+		return 0, fmt.Errorf("no netns %q", name)
+	}
+	return h, nil
+}
+
+// locked runs fn on a locked OS thread.
+func locked(fn func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return fn()
+}
+
+// in runs fn on a thread inside netns name ("" = root namespace).
+func (n *namespaces) in(name string, fn func() error) error {
+	if name == "" {
+		return fn()
+	}
+	h, err := n.get(name)
+	if err != nil {
+		return err
+	}
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer orig.Close()
+	if err := netns.Set(h); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("enter netns %s: %w", name, err)
+	}
+	ferr := fn()
+	if err := netns.Set(orig); err != nil {
+		return fmt.Errorf("leave netns %s: %w", name, err) // thread stays locked and dies
+	}
+	runtime.UnlockOSThread()
+	return ferr
+}
+
+// handle returns a netlink handle bound to netns name.
+func (n *namespaces) handle(name string) (*netlink.Handle, error) {
+	if name == "" {
+		return netlink.NewHandle()
+	}
+	h, err := n.get(name)
+	if err != nil {
+		return nil, err
+	}
+	return netlink.NewHandleAt(h)
+}
+
+// path maps a path to what it means inside netns name.
+func (n *namespaces) path(name, p string) string {
+	if name != "" && strings.HasPrefix(p, "/sys/") {
+		return sysRoot(name) + p[len("/sys"):]
+	}
+	return p
+}
+
+func (n *namespaces) writeFile(f wire.File) error {
+	return n.in(f.Netns, func() error {
+		fd, err := os.OpenFile(n.path(f.Netns, f.Path), os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		_, err = fd.Write([]byte(f.Value))
+		if cerr := fd.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("write %q to %s: %w", f.Value, f.Path, err)
+		}
+		return nil
+	})
+}
+
+func (n *namespaces) readFile(f wire.File) (string, error) {
+	var s string
+	err := n.in(f.Netns, func() error {
+		b, err := os.ReadFile(n.path(f.Netns, f.Path))
+		s = string(b)
+		return err
+	})
+	return s, err
+}
+
+func (n *namespaces) linkUpDown(ns, dev string, up bool) error {
+	h, err := n.handle(ns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	l, err := h.LinkByName(dev)
+	if err != nil {
+		return fmt.Errorf("link %s: %w", dev, err)
+	}
+	if up {
+		return h.LinkSetUp(l)
+	}
+	return h.LinkSetDown(l)
+}
+
+// feature switches an ethtool feature such as rx-gro.
+func (n *namespaces) feature(ns, dev, feature string, on bool) error {
+	return n.in(ns, func() error {
+		e, err := ethtool.NewEthtool()
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		if err := e.Change(dev, map[string]bool{feature: on}); err != nil {
+			return fmt.Errorf("ethtool %s %s %v: %w", dev, feature, on, err)
+		}
+		return nil
+	})
+}
+
+// channels sets the combined channel count (ethtool -L).
+func (n *namespaces) channels(ns, dev string, combined int) error {
+	return n.in(ns, func() error {
+		e, err := ethtool.NewEthtool()
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		c, err := e.GetChannels(dev)
+		if err != nil {
+			return fmt.Errorf("ethtool -l %s: %w", dev, err)
+		}
+		c.CombinedCount = uint32(combined)
+		if _, err := e.SetChannels(dev, c); err != nil {
+			return fmt.Errorf("ethtool -L %s combined %d: %w", dev, combined, err)
+		}
+		return nil
+	})
+}

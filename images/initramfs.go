@@ -1,0 +1,157 @@
+// Package images builds what a lab guest boots besides the kernel: the guest
+// agent (a static Go binary) and the initramfs holding it as /init.
+//
+//	img, err := images.Build(ctx, images.Options{CacheDir: dir})
+//	// boot img.Path with -initrd
+package images
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/u-root/u-root/pkg/cpio"
+)
+
+// AgentPackage is the Go package of the guest agent.
+const AgentPackage = "napilab/images/agent"
+
+// Options says where to build and cache.
+type Options struct {
+	// CacheDir holds images/<hash>.cpio.
+	CacheDir string
+	// ModuleDir is the napilab module root; found from the working directory when empty.
+	ModuleDir string
+}
+
+// Image is a built initramfs.
+type Image struct {
+	Path      string // the cpio file
+	Hash      string // sha256 of its bytes
+	Size      int64
+	AgentSize int64
+	Cached    bool // true when the cpio was already in the cache
+}
+
+// File is one regular file of an initramfs.
+type File struct {
+	Name string // path inside the image, without a leading slash
+	Data []byte
+	Mode uint64 // permission bits
+}
+
+// skeleton is the directory tree every image has.
+var skeleton = []string{"dev", "proc", "sys", "run", "tmp", "etc", "var", "var/run"}
+
+// Write writes a newc cpio holding the skeleton, /dev/console and files. The
+// output depends only on the inputs: times, owners and inodes are zeroed and
+// entries are sorted.
+func Write(w io.Writer, files []File) error {
+	var recs []cpio.Record
+	for _, d := range skeleton {
+		recs = append(recs, cpio.Directory(d, 0o755))
+	}
+	recs = append(recs, cpio.CharDev("dev/console", 0o600, 5, 1))
+	for _, f := range files {
+		recs = append(recs, cpio.StaticRecord(f.Data, cpio.Info{
+			Name: strings.TrimPrefix(f.Name, "/"), Mode: cpio.S_IFREG | f.Mode,
+		}))
+	}
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Name < recs[j].Name })
+	cpio.MakeAllReproducible(recs)
+	rw := cpio.Newc.Writer(w)
+	if err := cpio.WriteRecordsAndDirs(rw, recs); err != nil {
+		return fmt.Errorf("failed to write cpio: %w", err)
+	}
+	return cpio.WriteTrailer(rw)
+}
+
+// Build compiles the agent and writes the initramfs into the cache, reusing
+// an identical one.
+func Build(ctx context.Context, opts Options) (*Image, error) {
+	agent, err := BuildAgent(ctx, opts.ModuleDir)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, []File{{Name: "init", Data: agent, Mode: 0o755}}); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	hash := hex.EncodeToString(sum[:])
+	dir := filepath.Join(opts.CacheDir, "images")
+	img := &Image{Path: filepath.Join(dir, "initramfs-"+hash[:16]+".cpio"), Hash: hash,
+		Size: int64(buf.Len()), AgentSize: int64(len(agent))}
+	if _, err := os.Stat(img.Path); err == nil {
+		img.Cached = true
+		return img, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return img, writeAtomic(img.Path, buf.Bytes())
+}
+
+// BuildAgent compiles the agent as a static, reproducible binary.
+func BuildAgent(ctx context.Context, moduleDir string) ([]byte, error) {
+	if moduleDir == "" {
+		var err error
+		if moduleDir, err = ModuleRoot(); err != nil {
+			return nil, err
+		}
+	}
+	out, err := os.CreateTemp("", "napilab-agent-*")
+	if err != nil {
+		return nil, err
+	}
+	out.Close()
+	defer os.Remove(out.Name())
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", out.Name(), AgentPackage)
+	cmd.Dir = moduleDir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("failed to build the guest agent: %w\n%s", err, msg)
+	}
+	return os.ReadFile(out.Name())
+}
+
+// ModuleRoot finds the napilab module root from the working directory up.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
+		if err == nil && bytes.HasPrefix(b, []byte("module napilab\n")) {
+			return d, nil
+		}
+		if d == filepath.Dir(d) {
+			return "", fmt.Errorf("napilab source not found above %s: run lab from the napilab checkout", dir)
+		}
+	}
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

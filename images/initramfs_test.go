@@ -1,0 +1,79 @@
+package images
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"testing"
+
+	"github.com/u-root/u-root/pkg/cpio"
+)
+
+func TestWriteReproducible(t *testing.T) {
+	files := []File{{Name: "init", Data: []byte("#!agent"), Mode: 0o755}, {Name: "etc/motd", Data: []byte("hi"), Mode: 0o644}}
+	var a, b bytes.Buffer
+	if err := Write(&a, files); err != nil {
+		t.Fatal(err)
+	}
+	// Same files, other order: same bytes.
+	if err := Write(&b, []File{files[1], files[0]}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Fatalf("two writes of the same files differ (%d vs %d bytes)", a.Len(), b.Len())
+	}
+	recs, err := cpio.ReadAllRecords(cpio.Newc.Reader(bytes.NewReader(a.Bytes())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]cpio.Record{}
+	for _, r := range recs {
+		got[r.Name] = r
+	}
+	init, ok := got["init"]
+	if !ok {
+		t.Fatalf("no /init in %v", recs)
+	}
+	data, _ := io.ReadAll(io.NewSectionReader(init, 0, int64(init.FileSize)))
+	if string(data) != "#!agent" || init.Mode&0o777 != 0o755 || init.MTime != 0 {
+		t.Errorf("init = %q mode %o mtime %d", data, init.Mode, init.MTime)
+	}
+	con, ok := got["dev/console"]
+	if !ok || con.Mode&cpio.S_IFMT != cpio.S_IFCHR || con.Rmajor != 5 || con.Rminor != 1 {
+		t.Errorf("dev/console = %+v, want char 5:1", con.Info)
+	}
+	for _, d := range []string{"proc", "sys", "dev", "etc"} {
+		if r, ok := got[d]; !ok || r.Mode&cpio.S_IFMT != cpio.S_IFDIR {
+			t.Errorf("missing dir %s", d)
+		}
+	}
+}
+
+func TestBuildCached(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the agent")
+	}
+	dir := t.TempDir()
+	first, err := Build(context.Background(), Options{CacheDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := Build(context.Background(), Options{CacheDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Cached || !second.Cached || first.Hash != second.Hash {
+		t.Errorf("first %+v second %+v: want one build then a cache hit with the same hash", first, second)
+	}
+}
+
+func BenchmarkBuild(b *testing.B) {
+	dir := b.TempDir()
+	for i := 0; i < b.N; i++ {
+		img, err := Build(context.Background(), Options{CacheDir: dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(img.Size), "image-bytes")
+	}
+}

@@ -1,0 +1,145 @@
+package wire
+
+// Hello describes the guest once the agent is up.
+type Hello struct {
+	Kernel  string  `json:"kernel"`  // uname -r
+	Version string  `json:"version"` // /proc/version
+	CPUs    int     `json:"cpus"`    // online CPUs
+	Uptime  float64 `json:"uptime"`  // seconds since boot when the agent became ready
+}
+
+// Topology is what the agent builds inside the guest before the timeline.
+type Topology struct {
+	Netns   []string          `json:"netns,omitempty"`
+	NICs    []NIC             `json:"nics,omitempty"`
+	Veths   []Veth            `json:"veths,omitempty"`
+	Sysctls map[string]string `json:"sysctls,omitempty"` // path under /proc/sys (dots or slashes) -> value
+}
+
+// NIC is a virtio-net device, found by MAC and renamed to Name.
+type NIC struct {
+	Name    string `json:"name"`
+	MAC     string `json:"mac"`
+	Address string `json:"address,omitempty"` // CIDR
+	Queues  int    `json:"queues,omitempty"`  // combined channels to set, 0 = leave
+	GRO     *bool  `json:"gro,omitempty"`
+}
+
+// End is one side of a veth pair.
+type End struct {
+	Name    string `json:"name"`
+	Netns   string `json:"netns,omitempty"` // "" = the root namespace
+	Address string `json:"address,omitempty"`
+	GRO     *bool  `json:"gro,omitempty"`
+}
+
+// Veth is a veth pair.
+type Veth struct {
+	A      End `json:"a"`
+	B      End `json:"b"`
+	Queues int `json:"queues,omitempty"`
+}
+
+// File names a file in a namespace's view; /sys paths resolve to that
+// namespace's sysfs.
+type File struct {
+	Path  string `json:"path"`
+	Netns string `json:"netns,omitempty"`
+	Value string `json:"value,omitempty"`
+}
+
+// Link sets a device up or down.
+type Link struct {
+	Dev   string `json:"dev"`
+	Netns string `json:"netns,omitempty"`
+	Up    bool   `json:"up"`
+}
+
+// Feature switches an ethtool feature (rx-gro, ...).
+type Feature struct {
+	Dev     string `json:"dev"`
+	Netns   string `json:"netns,omitempty"`
+	Feature string `json:"feature"`
+	On      bool   `json:"on"`
+}
+
+// Channels sets the combined channel count (ethtool -L combined N).
+type Channels struct {
+	Dev      string `json:"dev"`
+	Netns    string `json:"netns,omitempty"`
+	Combined int    `json:"combined"`
+}
+
+// Load kinds.
+const (
+	LoadUDPSend = "udp-send"
+	LoadUDPSink = "udp-sink"
+)
+
+// Load starts a traffic generator or sink in the guest.
+type Load struct {
+	Name  string `json:"name"`
+	Kind  string `json:"kind"`
+	Netns string `json:"netns,omitempty"`
+	Addr  string `json:"addr"` // destination (send) or bind address (sink)
+	Port  int    `json:"port"`
+	Flows int    `json:"flows,omitempty"` // send: number of source sockets
+	Size  int    `json:"size,omitempty"`  // send: payload bytes
+	Rate  int    `json:"rate,omitempty"`  // send: packets per second, 0 = as fast as possible
+	CPU   int    `json:"cpu"`             // pin to this CPU, -1 = not pinned
+}
+
+// LoadName names a running load.
+type LoadName struct {
+	Name string `json:"name"`
+}
+
+// BucketWidthMs is the width of a LoadStats bucket.
+const BucketWidthMs = 100
+
+// LoadStats is what a load counted.
+type LoadStats struct {
+	Name    string   `json:"name"`
+	Kind    string   `json:"kind"`
+	Packets uint64   `json:"packets"`
+	Errors  uint64   `json:"errors"`
+	Start   float64  `json:"start"`   // guest uptime when it started
+	Buckets []uint64 `json:"buckets"` // packets per BucketWidthMs since Start
+}
+
+// Sample sources.
+const (
+	SourceSoftirqs   = "softirqs"     // /proc/softirqs
+	SourceSoftnet    = "softnet_stat" // /proc/net/softnet_stat
+	SourceInterrupts = "interrupts"   // /proc/interrupts
+	SourceSNMP       = "snmp"         // /proc/net/snmp
+	PrefixThreads    = "threads:"     // threads:<comm prefix> -> "pid comm" lines
+	PrefixFile       = "file:"        // file:<path> -> contents
+	PrefixNsFile     = "nsfile:"      // nsfile:<netns>:<path> -> contents
+)
+
+// SampleArgs lists the sources to read in one snapshot.
+type SampleArgs struct {
+	Sources []string `json:"sources"`
+}
+
+// Sample is one snapshot: every source read at (nearly) the same instant.
+type Sample struct {
+	T      float64           `json:"t"` // guest uptime, seconds
+	Values map[string]string `json:"values"`
+	Errors map[string]string `json:"errors,omitempty"`
+}
+
+// Sysrq triggers a SysRq key.
+type Sysrq struct {
+	Key string `json:"key"`
+}
+
+// TaskStack is a task in uninterruptible sleep (or named) with its stack.
+type TaskStack struct {
+	PID   int    `json:"pid"`
+	Comm  string `json:"comm"`
+	State string `json:"state"`
+	Wchan string `json:"wchan"`
+	Stack string `json:"stack"`
+}

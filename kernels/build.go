@@ -1,0 +1,171 @@
+package kernels
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+)
+
+// Options tune Build; the zero value is usable.
+type Options struct {
+	// CacheDir is the cache root; empty means DefaultCacheDir().
+	CacheDir string
+	// Jobs is make's -j; zero means the number of CPUs.
+	Jobs int
+	// Progress, if set, receives progress reports from the calling goroutine.
+	Progress func(Progress)
+}
+
+// Artifact is a built kernel, published under <root>/kernels.
+type Artifact struct {
+	// Dir is the artifact dir.
+	Dir string
+	// BzImage is the path of the kernel image.
+	BzImage string
+	// Config is the path of the final .config.
+	Config string
+	// Key is the cache key (sha256 of tarball, patches, .config, compiler).
+	Key string
+	// Cached is true when Build did not run make bzImage.
+	Cached bool
+	// Info is the artifact's build.json.
+	Info BuildInfo
+}
+
+// BuildInfo is the build record stored as build.json next to the bzImage.
+type BuildInfo struct {
+	// Spec is the spec name.
+	Spec string `json:"spec"`
+	// Key is the cache key.
+	Key string `json:"key"`
+	// Base is the source tarball path.
+	Base string `json:"base"`
+	// BaseSHA256 is the source tarball's sha256.
+	BaseSHA256 string `json:"base_sha256"`
+	// Patches are the applied patch files, in order.
+	Patches []string `json:"patches"`
+	// Compiler is the first line of `gcc --version`.
+	Compiler string `json:"compiler"`
+	// CC is the CC value passed to make.
+	CC string `json:"cc"`
+	// Note records anything unusual about the build, e.g. ccache missing.
+	Note string `json:"note,omitempty"`
+	// Seconds is the wall time of the build.
+	Seconds float64 `json:"build_seconds"`
+	// Date is when the build finished.
+	Date time.Time `json:"date"`
+	// BzImageSize is the bzImage size in bytes.
+	BzImageSize int64 `json:"bzimage_size"`
+	// Objects counts the objects make compiled in this build.
+	Objects int `json:"objects"`
+}
+
+// builder holds the state of one Build call.
+type builder struct {
+	spec     *Spec
+	in       *inputs
+	layout   layout
+	jobs     int
+	progress func(Progress)
+	start    time.Time
+}
+
+// Build returns the kernel for spec, building it unless an artifact for the
+// same inputs exists. A cache hit takes no lock and runs no make; a build
+// holds the cache lock throughout and publishes atomically.
+func Build(ctx context.Context, spec *Spec, opts Options) (*Artifact, error) {
+	b := &builder{spec: spec, layout: layout{opts.CacheDir}, jobs: opts.Jobs,
+		progress: opts.Progress, start: time.Now()}
+	if b.layout.root == "" {
+		b.layout.root = DefaultCacheDir()
+	}
+	if b.jobs <= 0 {
+		b.jobs = runtime.NumCPU()
+	}
+	var err error
+	if b.in, err = resolveInputs(ctx, b.layout, spec); err != nil {
+		return nil, err
+	}
+	inputHash := b.in.hash()
+	if a, ok := lookupIndex(b.layout, inputHash); ok {
+		return b.hit(a), nil
+	}
+	tools := buildTools
+	if len(spec.Patches) > 0 {
+		tools = append(tools[:len(tools):len(tools)], "patch")
+	}
+	if err := checkTools(tools...); err != nil {
+		return nil, err
+	}
+	unlock, err := lockCache(ctx, b.layout.lockFile())
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if a, ok := lookupIndex(b.layout, inputHash); ok {
+		return b.hit(a), nil
+	}
+	a, err := b.build(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeIndex(b.layout, inputHash, a); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// build runs the slow path under the lock: source, config, compile, publish.
+func (b *builder) build(ctx context.Context) (*Artifact, error) {
+	src, err := b.prepareSource(ctx)
+	if err != nil {
+		return nil, err
+	}
+	work := b.layout.workDir(b.spec.Name)
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, fmt.Errorf("failed to create work dir: %w", err)
+	}
+	logPath := filepath.Join(work, "build.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create build log: %w", err)
+	}
+	defer log.Close()
+	m := &maker{b: b, src: src, work: work, log: log, logPath: logPath}
+	final, err := m.configure(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key := b.in.key(final)
+	dir := filepath.Join(b.layout.kernelsDir(), b.spec.Name+"-"+key[:16])
+	if a, err := loadArtifact(dir); err == nil {
+		return b.hit(a), nil
+	}
+	objects, err := m.compile(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a, err := b.publish(dir, key, work, final, objects)
+	if err != nil {
+		return nil, err
+	}
+	b.report(PhaseDone, objects, "")
+	return a, nil
+}
+
+// hit marks a as a cache hit and reports it done.
+func (b *builder) hit(a *Artifact) *Artifact {
+	a.Cached = true
+	b.report(PhaseDone, 0, "")
+	return a
+}
+
+// report sends a progress report if the caller asked for them.
+func (b *builder) report(phase string, objects int, line string) {
+	if b.progress != nil {
+		b.progress(Progress{Phase: phase, Objects: objects, Elapsed: time.Since(b.start), Line: line})
+	}
+}

@@ -1,0 +1,102 @@
+package kernels
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	// tailLines is how many output lines a BuildError keeps.
+	tailLines = 200
+	// waitDelay bounds how long Wait waits for a killed child to go away.
+	waitDelay = 10 * time.Second
+)
+
+// command is one child process to run.
+type command struct {
+	argv []string
+	dir  string
+	env  []string
+	// log receives a copy of every output line; may be nil.
+	log io.Writer
+}
+
+// run starts c in its own process group (killed as a whole on cancel), feeds
+// every line of its combined output to onLine and returns the last lines.
+// A non-zero exit comes back as *exec.ExitError.
+func run(ctx context.Context, c command, onLine func(string)) ([]string, error) {
+	cmd := exec.CommandContext(ctx, c.argv[0], c.argv[1:]...)
+	cmd.Dir, cmd.Env = c.dir, c.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = waitDelay
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("failed to create pipe: %w", err)
+	}
+	defer pr.Close()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		return nil, fmt.Errorf("failed to start %s: %w", c.argv[0], err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		// Stragglers in the group would hold the pipe open forever.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		waited <- err
+	}()
+	t := newTail(tailLines)
+	r := bufio.NewReader(pr)
+	for {
+		line, rerr := r.ReadString('\n')
+		if line != "" {
+			line = strings.TrimRight(line, "\r\n")
+			if c.log != nil {
+				fmt.Fprintln(c.log, line)
+			}
+			t.add(line)
+			if onLine != nil {
+				onLine(line)
+			}
+		}
+		if rerr != nil {
+			break
+		}
+	}
+	return t.get(), <-waited
+}
+
+// runMake runs one make invocation and turns a failure into a *BuildError.
+func runMake(ctx context.Context, c command, target, logPath string, onLine func(string)) error {
+	var cause string
+	tailOut, err := run(ctx, c, func(line string) {
+		if cause == "" && strings.Contains(line, "error:") {
+			cause = strings.TrimSpace(line)
+		}
+		if onLine != nil {
+			onLine(line)
+		}
+	})
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("make %s interrupted: %w", target, ctx.Err())
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return &BuildError{Target: target, ExitCode: ee.ExitCode(), Cause: cause, Tail: tailOut, Log: logPath}
+	}
+	return fmt.Errorf("failed to run make %s: %w", target, err)
+}

@@ -1,0 +1,74 @@
+package kernels
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Artifact files inside an artifact dir.
+const (
+	bzImageFile   = "bzImage"
+	configFile    = "config"
+	buildInfoFile = "build.json"
+)
+
+// indexEntry maps an input hash to a published artifact.
+type indexEntry struct {
+	// Artifact is the artifact dir's name under <root>/kernels.
+	Artifact string `json:"artifact"`
+	// Key is the artifact's cache key.
+	Key string `json:"key"`
+}
+
+// lookupIndex returns the artifact recorded for an input hash, if it is still complete.
+func lookupIndex(l layout, inputHash string) (*Artifact, bool) {
+	data, err := os.ReadFile(filepath.Join(l.indexDir(), inputHash+".json"))
+	if err != nil {
+		return nil, false
+	}
+	var e indexEntry
+	if json.Unmarshal(data, &e) != nil || e.Artifact == "" || e.Artifact != filepath.Base(e.Artifact) {
+		return nil, false
+	}
+	a, err := loadArtifact(filepath.Join(l.kernelsDir(), e.Artifact))
+	if err != nil || a.Key != e.Key {
+		return nil, false
+	}
+	return a, true
+}
+
+// writeIndex records that inputHash builds the artifact a.
+func writeIndex(l layout, inputHash string, a *Artifact) error {
+	e := indexEntry{Artifact: filepath.Base(a.Dir), Key: a.Key}
+	return writeJSON(filepath.Join(l.indexDir(), inputHash+".json"), e)
+}
+
+// loadArtifact reads a published artifact dir; it fails unless bzImage and build.json exist.
+func loadArtifact(dir string) (*Artifact, error) {
+	data, err := os.ReadFile(filepath.Join(dir, buildInfoFile))
+	if err != nil {
+		return nil, fmt.Errorf("failed to read artifact: %w", err)
+	}
+	var info BuildInfo
+	if err := json.Unmarshal(data, &info); err != nil {
+		return nil, fmt.Errorf("failed to parse %s: %w", filepath.Join(dir, buildInfoFile), err)
+	}
+	a := newArtifact(dir, info)
+	if _, err := os.Stat(a.BzImage); err != nil {
+		return nil, fmt.Errorf("failed to read artifact: %w", err)
+	}
+	return a, nil
+}
+
+// newArtifact describes the artifact dir holding info's build.
+func newArtifact(dir string, info BuildInfo) *Artifact {
+	return &Artifact{
+		Dir:     dir,
+		BzImage: filepath.Join(dir, bzImageFile),
+		Config:  filepath.Join(dir, configFile),
+		Key:     info.Key,
+		Info:    info,
+	}
+}

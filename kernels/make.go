@@ -1,0 +1,119 @@
+package kernels
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// maker runs make for one build against one source tree and work dir.
+type maker struct {
+	b       *builder
+	src     string
+	work    string
+	log     io.Writer
+	logPath string
+}
+
+// make runs `make -C <src> O=<work> ARCH=x86_64 CC=<cc> [-jN] <target>`.
+func (m *maker) make(ctx context.Context, target string, jobs int, onLine func(string)) error {
+	argv := []string{"make", "-C", m.src, "O=" + m.work, "ARCH=x86_64", "CC=" + m.b.in.cc()}
+	if jobs > 0 {
+		argv = append(argv, fmt.Sprintf("-j%d", jobs))
+	}
+	argv = append(argv, target)
+	fmt.Fprintf(m.log, "$ %s\n", strings.Join(argv, " "))
+	env := append(os.Environ(), "CCACHE_DIR="+m.b.layout.ccacheDir())
+	return runMake(ctx, command{argv: argv, env: env, log: m.log}, target, m.logPath, onLine)
+}
+
+// configure produces the final .config: base target, fragment merge,
+// olddefconfig, then a check that every fragment setting held.
+func (m *maker) configure(ctx context.Context) ([]byte, error) {
+	m.b.report(PhaseConfig, 0, "")
+	if err := m.make(ctx, m.b.spec.Config.Base, 0, nil); err != nil {
+		return nil, err
+	}
+	dotconfig := filepath.Join(m.work, ".config")
+	data, err := os.ReadFile(dotconfig)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read .config: %w", err)
+	}
+	if err := os.WriteFile(dotconfig, MergeConfig(data, m.b.in.fragments), 0o644); err != nil {
+		return nil, fmt.Errorf("failed to write .config: %w", err)
+	}
+	if err := m.make(ctx, "olddefconfig", 0, nil); err != nil {
+		return nil, err
+	}
+	final, err := os.ReadFile(dotconfig)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read .config: %w", err)
+	}
+	if err := VerifyConfig(final, m.b.in.fragments); err != nil {
+		var cm *ConfigMismatchError
+		if errors.As(err, &cm) {
+			cm.Config = dotconfig
+		}
+		return nil, err
+	}
+	return final, nil
+}
+
+// compile runs make bzImage, reporting progress per output line.
+func (m *maker) compile(ctx context.Context) (int, error) {
+	counter := progressCounter{phase: PhaseCompile}
+	m.b.report(PhaseCompile, 0, "")
+	err := m.make(ctx, "bzImage", m.b.jobs, func(line string) {
+		counter.feed(line)
+		m.b.report(counter.phase, counter.objects, line)
+	})
+	return counter.objects, err
+}
+
+// publish copies the build outputs into a temp dir and renames it to dir.
+func (b *builder) publish(dir, key, work string, final []byte, objects int) (*Artifact, error) {
+	if err := os.MkdirAll(b.layout.kernelsDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("failed to create kernels dir: %w", err)
+	}
+	tmp, err := os.MkdirTemp(b.layout.kernelsDir(), ".tmp-")
+	if err != nil {
+		return nil, fmt.Errorf("failed to create temp dir: %w", err)
+	}
+	defer os.RemoveAll(tmp) // a no-op once renamed
+	image, err := os.ReadFile(filepath.Join(work, "arch", "x86", "boot", "bzImage"))
+	if err != nil {
+		return nil, fmt.Errorf("failed to read bzImage: %w", err)
+	}
+	info := BuildInfo{Spec: b.spec.Name, Key: key, Base: b.spec.Base.Tarball, BaseSHA256: b.in.tarSum,
+		Patches: append([]string{}, b.spec.Patches...), Compiler: b.in.compiler, CC: b.in.cc(),
+		Seconds: time.Since(b.start).Seconds(), Date: time.Now().UTC(), BzImageSize: int64(len(image)),
+		Objects: objects}
+	if !b.in.ccache {
+		info.Note = "ccache not found on PATH; built with CC=gcc"
+	}
+	if err := os.WriteFile(filepath.Join(tmp, bzImageFile), image, 0o644); err != nil {
+		return nil, fmt.Errorf("failed to write bzImage: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, configFile), final, 0o644); err != nil {
+		return nil, fmt.Errorf("failed to write config: %w", err)
+	}
+	if err := writeJSON(filepath.Join(tmp, buildInfoFile), info); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return nil, fmt.Errorf("failed to chmod artifact: %w", err)
+	}
+	// Under the lock, an existing dir here lacks build.json: a leftover, not a hit.
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("failed to remove stale artifact: %w", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return nil, fmt.Errorf("failed to publish artifact: %w", err)
+	}
+	return newArtifact(dir, info), nil
+}

@@ -1,0 +1,159 @@
+package kernels
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+
+	"github.com/hashicorp/go-multierror"
+)
+
+// Spec describes one kernel: its source tarball, its config and its patches.
+type Spec struct {
+	// Name keys the work dir and the artifact dir.
+	Name string
+	// Description is free text for humans.
+	Description string
+	// Base is the source tarball the kernel is built from.
+	Base Base
+	// Config says how the .config is produced.
+	Config Config
+	// Patches are patch file paths, resolved against the spec's dir, applied in order.
+	Patches []string
+	// Cmdline holds extra kernel command-line words for guests of this kernel.
+	Cmdline []string
+	// Extends is the resolved path of the parent spec, or empty.
+	Extends string
+	// Path is the file the spec was loaded from.
+	Path string
+}
+
+// Base names the kernel source tarball.
+type Base struct {
+	// Tarball is the path of the source tarball, e.g. /usr/src/linux-source-6.1.tar.xz.
+	Tarball string
+	// Package is the Debian package providing Tarball, named in install hints.
+	Package string
+}
+
+// Config says how to produce the kernel .config.
+type Config struct {
+	// Base is the make target producing the starting .config; it defaults to tinyconfig.
+	Base string
+	// Fragments are fragment paths, resolved against the spec's dir, merged in order (later wins).
+	Fragments []string
+}
+
+// defaultConfigBase is the make target used when a spec names none.
+const defaultConfigBase = "tinyconfig"
+
+var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// LoadSpec reads, resolves (extends, relative paths) and validates the spec at path.
+func LoadSpec(path string) (*Spec, error) {
+	spec, err := loadSpec(path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Base.Tarball == "" {
+		return nil, &SpecError{Path: path, Msg: "base.tarball is required"}
+	}
+	if spec.Config.Base == "" {
+		spec.Config.Base = defaultConfigBase
+	}
+	return spec, nil
+}
+
+// loadSpec loads one file and its extends chain; chain holds the files already being loaded.
+func loadSpec(path string, chain []string) (*Spec, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("failed to resolve %s: %w", path, err)
+	}
+	if slices.Contains(chain, abs) {
+		return nil, &SpecError{Path: path, Msg: "extends cycle"}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read spec: %w", err)
+	}
+	f, err := decodeSpec(path, data)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(path)
+	spec := &Spec{}
+	if f.Extends.Value != "" {
+		parentPath := resolvePath(dir, f.Extends.Value)
+		parent, err := loadSpec(parentPath, append(chain, abs))
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: failed to load extended spec: %w", path, f.Extends.Line, err)
+		}
+		spec = parent
+		spec.Extends = parentPath
+	}
+	spec.Path = path
+	spec.Name = f.Name
+	spec.Description = f.Description
+	if f.Base.Tarball != "" {
+		spec.Base.Tarball = resolvePath(dir, f.Base.Tarball)
+	}
+	if f.Base.Package != "" {
+		spec.Base.Package = f.Base.Package
+	}
+	if f.Config.Base != "" {
+		spec.Config.Base = f.Config.Base
+	}
+	spec.Cmdline = append(spec.Cmdline, f.Cmdline...)
+
+	var errs *multierror.Error
+	if !nameRe.MatchString(f.Name) {
+		errs = multierror.Append(errs, &SpecError{Path: path, Line: f.NameLine,
+			Msg: fmt.Sprintf("bad name %q, want [A-Za-z0-9][A-Za-z0-9._-]*", f.Name)})
+	}
+	for _, frag := range f.Config.Fragments {
+		p, err := existingFile(path, dir, "fragment", frag)
+		errs = multierror.Append(errs, err)
+		spec.Config.Fragments = append(spec.Config.Fragments, p)
+	}
+	for _, patch := range f.Patches {
+		p, err := existingFile(path, dir, "patch", patch)
+		errs = multierror.Append(errs, err)
+		spec.Patches = append(spec.Patches, p)
+	}
+	if err := flatten(errs); err != nil {
+		return nil, err
+	}
+	return spec, nil
+}
+
+// existingFile resolves a path named in a spec and checks that the file exists.
+func existingFile(specPath, dir, kind string, ref located) (string, error) {
+	p := resolvePath(dir, ref.Value)
+	if _, err := os.Stat(p); err != nil {
+		return p, &SpecError{Path: specPath, Line: ref.Line,
+			Msg: fmt.Sprintf("%s %q not found (looked for %s)", kind, ref.Value, p), Err: err}
+	}
+	return p, nil
+}
+
+// resolvePath joins a spec-relative path onto the spec's dir; absolute paths stay as they are.
+func resolvePath(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}
+
+// flatten returns nil, the only error, or the multierror itself.
+func flatten(errs *multierror.Error) error {
+	if errs == nil || len(errs.Errors) == 0 {
+		return nil
+	}
+	if len(errs.Errors) == 1 {
+		return errs.Errors[0]
+	}
+	return errs
+}

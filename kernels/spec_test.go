@@ -1,0 +1,117 @@
+package kernels
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// writeFiles creates files (name -> content) under dir.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestLoadSpecStock(t *testing.T) {
+	spec, err := LoadSpec("stock-6.1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Spec{
+		Name:        "stock-6.1",
+		Description: "Debian linux-source-6.1, no patches, tinyconfig + the lab fragments.",
+		Base:        Base{Tarball: "/usr/src/linux-source-6.1.tar.xz", Package: "linux-source-6.1"},
+		Config: Config{Base: "tinyconfig", Fragments: []string{"configs/base.config",
+			"configs/virtio.config", "configs/net.config", "configs/debug.config"}},
+		Path: "stock-6.1.yaml",
+	}
+	if !reflect.DeepEqual(spec, want) {
+		t.Errorf("LoadSpec = %+v\nwant %+v", spec, want)
+	}
+}
+
+func TestLoadSpecErrors(t *testing.T) {
+	const good = "name: x\nbase:\n  tarball: /t.tar.xz\nconfig:\n  fragments: [a.config]\n"
+	tests := []struct {
+		name, spec, want string
+	}{
+		{"unknown field", "name: x\nbase:\n  tarball: /t.tar.xz\nconfig:\n  frgments: [a.config]\n",
+			`x.yaml:5: unknown field "frgments"`},
+		{"missing fragment", "name: x\nbase:\n  tarball: /t.tar.xz\nconfig:\n  fragments:\n    - a.config\n    - nope.config\n",
+			`x.yaml:7: fragment "nope.config" not found`},
+		{"missing patch", good + "patches: [p/1.patch]\n", `x.yaml:6: patch "p/1.patch" not found`},
+		{"no name", "base:\n  tarball: /t.tar.xz\n", `x.yaml: bad name ""`},
+		{"bad name", "name: ../x\nbase:\n  tarball: /t.tar.xz\n", `x.yaml:1: bad name "../x"`},
+		{"no tarball", "name: x\n", `x.yaml: base.tarball is required`},
+		{"syntax", "name: x\n  bad: [\n", `x.yaml:2: `},
+		{"wrong type", "name: x\ncmdline: {a: b}\n", `x.yaml:2: cannot unmarshal`},
+		{"empty", "", `x.yaml: empty spec`},
+		{"cycle", "name: x\nextends: x.yaml\n", `extends cycle`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, map[string]string{"x.yaml": tc.spec, "a.config": "CONFIG_A=y\n"})
+			_, err := LoadSpec(filepath.Join(dir, "x.yaml"))
+			if err == nil {
+				t.Fatalf("LoadSpec succeeded, want error containing %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %q, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadSpecUnknownFieldExact(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"x.yaml": "name: x\nbase:\n  tarball: /t\nconfig:\n  frgments: []\n"})
+	_, err := LoadSpec(filepath.Join(dir, "x.yaml"))
+	var se *SpecError
+	if !errors.As(err, &se) {
+		t.Fatalf("error = %v, want *SpecError", err)
+	}
+	if want := filepath.Join(dir, "x.yaml") + `:5: unknown field "frgments"`; se.Error() != want {
+		t.Errorf("error = %q, want %q", se.Error(), want)
+	}
+}
+
+func TestLoadSpecExtends(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"base/parent.yaml": "name: parent\nbase:\n  tarball: ../src.tar.xz\n  package: pkg\n" +
+			"config:\n  fragments: [a.config]\ncmdline: [quiet]\npatches: [one.patch]\n",
+		"base/a.config":  "CONFIG_A=y\n",
+		"base/one.patch": "",
+		"child.yaml":     "name: child\nextends: base/parent.yaml\nconfig:\n  fragments: [b.config]\ncmdline: [debug]\n",
+		"b.config":       "CONFIG_B=y\n",
+		"src.tar.xz":     "",
+	})
+	spec, err := LoadSpec(filepath.Join(dir, "child.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Spec{
+		Name:    "child",
+		Base:    Base{Tarball: filepath.Join(dir, "src.tar.xz"), Package: "pkg"},
+		Config:  Config{Base: "tinyconfig", Fragments: []string{filepath.Join(dir, "base/a.config"), filepath.Join(dir, "b.config")}},
+		Patches: []string{filepath.Join(dir, "base/one.patch")},
+		Cmdline: []string{"quiet", "debug"},
+		Extends: filepath.Join(dir, "base/parent.yaml"),
+		Path:    filepath.Join(dir, "child.yaml"),
+	}
+	if !reflect.DeepEqual(spec, want) {
+		t.Errorf("LoadSpec = %+v\nwant %+v", spec, want)
+	}
+}

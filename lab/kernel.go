@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"napilab/kernels"
+)
+
+func newKernelCmd(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "kernel", Short: "Build and inspect lab kernels"}
+	cmd.AddCommand(newKernelBuildCmd(g))
+	return cmd
+}
+
+type kernelBuildOptions struct {
+	jobs  int
+	quiet bool
+}
+
+func newKernelBuildCmd(g *globalOptions) *cobra.Command {
+	o := &kernelBuildOptions{}
+	cmd := &cobra.Command{
+		Use:   "build SPEC...",
+		Short: "Build kernels from specs, or find them in the cache",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, spec := range args {
+				a, _, err := buildKernel(cmd.Context(), g, spec, o.jobs, progressWriter(cmd.ErrOrStderr(), o.quiet))
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), a.BzImage)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVarP(&o.jobs, "jobs", "j", 0, "make -j (default: number of CPUs)")
+	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "no progress output")
+	return cmd
+}
+
+func (g *globalOptions) cache() string {
+	if g.cacheDir != "" {
+		return g.cacheDir
+	}
+	return kernels.DefaultCacheDir()
+}
+
+// buildKernel loads a spec and builds it, reporting progress to stderr.
+func buildKernel(ctx context.Context, g *globalOptions, path string, jobs int, progress func(kernels.Progress)) (*kernels.Artifact, *kernels.Spec, error) {
+	spec, err := kernels.LoadSpec(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	start := time.Now()
+	a, err := kernels.Build(ctx, spec, kernels.Options{CacheDir: g.cache(), Jobs: jobs, Progress: progress})
+	if err != nil {
+		return nil, nil, fmt.Errorf("kernel %s: %w", spec.Name, err)
+	}
+	state := "built"
+	if a.Cached {
+		state = "cached"
+	}
+	fmt.Fprintf(os.Stderr, "kernel %s: %s in %.2fs (%s)\n", spec.Name, state, time.Since(start).Seconds(), a.Dir)
+	return a, spec, nil
+}
+
+// progressWriter prints a build's progress at most once a second.
+func progressWriter(w io.Writer, quiet bool) func(kernels.Progress) {
+	if quiet {
+		return nil
+	}
+	var last time.Time
+	var phase string
+	return func(p kernels.Progress) {
+		if p.Phase == phase && time.Since(last) < time.Second {
+			return
+		}
+		last, phase = time.Now(), p.Phase
+		fmt.Fprintf(w, "  %-8s %5d objects  %6.1fs\n", p.Phase, p.Objects, p.Elapsed.Seconds())
+	}
+}

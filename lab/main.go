@@ -1,0 +1,76 @@
+// Command lab is napilab's command line: build kernels, boot them in QEMU,
+// run YAML scenarios and report verdicts.
+//
+//	lab doctor
+//	lab kernel build kernels/stock-6.1.yaml
+//	lab run scenarios/threaded-toggle-under-load.yaml --kernel kernels/stock-6.1.yaml
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes: the verdict of a run, or 2 for bad input and lab failures.
+const (
+	exitPass  = 0
+	exitFail  = 1
+	exitError = 2
+)
+
+// exitError carries a specific exit code out of a command.
+type exitCodeError struct {
+	code int
+	err  error
+}
+
+func (e *exitCodeError) Error() string { return e.err.Error() }
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run executes the CLI and maps errors to exit codes in one place.
+func run(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitPass
+	}
+	var ec *exitCodeError
+	if errors.As(err, &ec) {
+		if ec.err != nil {
+			fmt.Fprintln(os.Stderr, "lab:", ec.err)
+		}
+		return ec.code
+	}
+	fmt.Fprintln(os.Stderr, "lab:", err)
+	return exitError
+}
+
+// globalOptions are flags every command takes.
+type globalOptions struct {
+	cacheDir string
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globalOptions{}
+	root := &cobra.Command{
+		Use:           "lab",
+		Short:         "napilab: a QEMU test lab for kernel NAPI, softirq and RPS patches",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.cacheDir, "cache", "", "cache folder for kernels and images (default $NAPILAB_CACHE or ~/.cache/napilab)")
+	root.AddCommand(newDoctorCmd(g), newKernelCmd(g), newRunCmd(g))
+	return root
+}

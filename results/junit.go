@@ -1,0 +1,72 @@
+package results
+
+import (
+	"encoding/xml"
+	"fmt"
+	"os"
+	"strings"
+)
+
+type junitSuites struct {
+	XMLName xml.Name     `xml:"testsuites"`
+	Suites  []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Time     float64     `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Error     *junitMessage `xml:"error,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Body    string `xml:",chardata"`
+}
+
+// WriteJUnit writes the result as a JUnit XML suite: one case per
+// assertion, plus a case for infrastructure errors and hangs.
+func (r *Result) WriteJUnit(path string) error {
+	s := junitSuite{Name: r.Scenario + " @ " + r.Kernel.Spec, Time: r.Timings.Total}
+	class := "napilab." + r.Kernel.Spec + "." + r.Scenario
+	if r.Verdict == Error {
+		s.Cases = append(s.Cases, junitCase{Name: "infrastructure", Classname: class,
+			Error: &junitMessage{Message: strings.Join(r.Reasons, "; "), Body: r.ConsoleTail}})
+	}
+	if r.Hang != nil {
+		s.Cases = append(s.Cases, junitCase{Name: "no hang", Classname: class,
+			Failure: &junitMessage{Message: fmt.Sprintf("step %q (line %d) did not finish within %s", r.Hang.Step, r.Hang.Line, r.Hang.Deadline), Body: r.Hang.Evidence}})
+	}
+	for _, a := range r.Asserts {
+		c := junitCase{Name: a.Name, Classname: class,
+			SystemOut: fmt.Sprintf("measured %s, bound %s", a.Measured, a.Bound)}
+		if !a.Passed {
+			c.Failure = &junitMessage{Message: fmt.Sprintf("%s: measured %s, want %s", a.Name, a.Measured, a.Bound), Body: a.Detail}
+		}
+		s.Cases = append(s.Cases, c)
+	}
+	for _, c := range s.Cases {
+		s.Tests++
+		if c.Failure != nil {
+			s.Failures++
+		}
+		if c.Error != nil {
+			s.Errors++
+		}
+	}
+	b, err := xml.MarshalIndent(junitSuites{Suites: []junitSuite{s}}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append([]byte(xml.Header), append(b, '\n')...), 0o644)
+}

@@ -1,0 +1,137 @@
+// Package results is the lab's result model: verdicts, assertion outcomes,
+// kernel splats found on the console, and the files a run leaves behind
+// (result.json, junit.xml). It knows nothing of VMs.
+//
+//	r := &results.Result{Scenario: "x", Verdict: results.Pass}
+//	err := r.Write(dir)
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Verdict is the outcome of a run.
+type Verdict string
+
+// Verdicts, from best to worst; ExitCode maps them to the CLI's exit codes.
+const (
+	Pass  Verdict = "PASS"  // every assertion held, no splat
+	Fail  Verdict = "FAIL"  // the kernel or the scenario's assertions failed
+	Error Verdict = "ERROR" // the lab or the host failed; says nothing about the kernel
+)
+
+// ExitCode is 0 for PASS, 1 for FAIL, 2 for ERROR.
+func (v Verdict) ExitCode() int {
+	switch v {
+	case Pass:
+		return 0
+	case Fail:
+		return 1
+	}
+	return 2
+}
+
+// Result is everything a run found out.
+type Result struct {
+	Scenario     string            `json:"scenario"`
+	ScenarioFile string            `json:"scenario_file"`
+	Params       map[string]string `json:"params,omitempty"`
+	Kernel       Kernel            `json:"kernel"`
+	Image        string            `json:"image"` // initramfs sha256
+	Accel        string            `json:"accel"` // kvm or tcg
+	QEMU         string            `json:"qemu"`  // the exact command line
+	Verdict      Verdict           `json:"verdict"`
+	Reasons      []string          `json:"reasons,omitempty"` // why not PASS, one line each
+	Started      time.Time         `json:"started"`
+	Timings      Timings           `json:"timings"`
+	Asserts      []Assert          `json:"asserts"`
+	Steps        []Step            `json:"steps"`
+	Loads        []Load            `json:"loads,omitempty"`
+	Splats       []Splat           `json:"splats,omitempty"`
+	Hang         *Hang             `json:"hang,omitempty"`
+	ConsoleTail  string            `json:"console_tail,omitempty"`
+}
+
+// Kernel identifies the kernel that ran.
+type Kernel struct {
+	Spec    string `json:"spec"`
+	Key     string `json:"key"`     // build cache key
+	Release string `json:"release"` // uname -r in the guest
+	BzImage string `json:"bzimage"`
+}
+
+// Timings are wall-clock seconds.
+type Timings struct {
+	Boot     float64 `json:"boot"`     // QEMU start to agent ready
+	Timeline float64 `json:"timeline"` // first step start to last step end
+	Total    float64 `json:"total"`
+}
+
+// Assert is one assertion's outcome, with what was measured.
+type Assert struct {
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+	Line     int    `json:"line"`
+	Passed   bool   `json:"passed"`
+	Measured string `json:"measured"`
+	Bound    string `json:"bound"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+// Step is one timeline step as it ran.
+type Step struct {
+	Name       string  `json:"name"`
+	Line       int     `json:"line"`
+	Start      float64 `json:"start"` // seconds since the timeline began
+	Duration   float64 `json:"duration"`
+	Iterations int     `json:"iterations"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// Load is what a traffic load sent and its sink received.
+type Load struct {
+	Name       string   `json:"name"`
+	Sent       uint64   `json:"sent"`
+	Received   uint64   `json:"received"`
+	SendErrors uint64   `json:"send_errors"`
+	MaxGapMs   int      `json:"max_gap_ms"` // longest stretch without delivery while it ran
+	PerSecond  []uint64 `json:"per_second"` // received packets per second
+}
+
+// Hang is a step that did not finish before its deadline.
+type Hang struct {
+	Step     string `json:"step"`
+	Line     int    `json:"line"`
+	Deadline string `json:"deadline"`
+	Function string `json:"function,omitempty"` // where the stuck task sleeps, when known
+	Evidence string `json:"evidence,omitempty"` // stacks, SysRq output
+}
+
+// Write stores result.json and junit.xml in dir.
+func (r *Result) Write(dir string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "result.json"), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("failed to write result: %w", err)
+	}
+	return r.WriteJUnit(filepath.Join(dir, "junit.xml"))
+}
+
+// Read loads a result.json.
+func Read(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}

@@ -1,0 +1,136 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"napilab/images/wire"
+)
+
+// errAgentGone means the control channel closed: the guest died or hung up.
+var errAgentGone = errors.New("guest agent connection closed")
+
+// control is the host end of the agent's virtio-serial channel.
+type control struct {
+	conn    *wire.Conn
+	raw     net.Conn
+	mu      sync.Mutex
+	next    int64
+	pending map[int64]chan *wire.Message
+	ready   chan *wire.Message
+	closed  chan struct{}
+	err     error
+}
+
+// dialControl connects to QEMU's chardev socket, retrying until QEMU has
+// created it or ctx ends.
+func dialControl(ctx context.Context, path string) (*control, error) {
+	var d net.Dialer
+	for {
+		c, err := d.DialContext(ctx, "unix", path)
+		if err == nil {
+			return newControl(c), nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("failed to connect to the control socket %s: %w", path, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func newControl(c net.Conn) *control {
+	ctl := &control{conn: wire.NewConn(c), raw: c, pending: map[int64]chan *wire.Message{},
+		ready: make(chan *wire.Message, 1), closed: make(chan struct{})}
+	go ctl.read()
+	return ctl
+}
+
+func (c *control) read() {
+	for {
+		m, err := c.conn.Recv()
+		if err != nil {
+			c.mu.Lock()
+			c.err = errAgentGone
+			for _, ch := range c.pending {
+				close(ch)
+			}
+			c.pending = map[int64]chan *wire.Message{}
+			c.mu.Unlock()
+			close(c.closed)
+			return
+		}
+		if m.Event == wire.EventReady {
+			select {
+			case c.ready <- m:
+			default:
+			}
+			continue
+		}
+		c.mu.Lock()
+		ch, ok := c.pending[m.ID]
+		delete(c.pending, m.ID)
+		c.mu.Unlock()
+		if ok {
+			ch <- m
+		}
+	}
+}
+
+// waitReady waits for the agent's ready event.
+func (c *control) waitReady(ctx context.Context) (*wire.Hello, error) {
+	select {
+	case m := <-c.ready:
+		var h wire.Hello
+		if err := json.Unmarshal(m.Data, &h); err != nil {
+			return nil, fmt.Errorf("bad ready event: %w", err)
+		}
+		return &h, nil
+	case <-c.closed:
+		return nil, errAgentGone
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// call sends a request and waits for its answer until ctx ends; out may be nil.
+func (c *control) call(ctx context.Context, op string, args, out any) error {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return c.err
+	}
+	c.next++
+	id := c.next
+	ch := make(chan *wire.Message, 1)
+	c.pending[id] = ch
+	c.mu.Unlock()
+	if err := c.conn.Send(&wire.Message{ID: id, Op: op, Args: wire.Encode(args)}); err != nil {
+		return fmt.Errorf("send %s: %w", op, err)
+	}
+	select {
+	case m, ok := <-ch:
+		if !ok {
+			return errAgentGone
+		}
+		if m.Error != "" {
+			return errors.New(m.Error)
+		}
+		if out != nil && len(m.Data) > 0 {
+			return json.Unmarshal(m.Data, out)
+		}
+		return nil
+	case <-ctx.Done():
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+func (c *control) Close() error { return c.raw.Close() }

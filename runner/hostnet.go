@@ -1,0 +1,177 @@
+package runner
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+
+	"github.com/hashicorp/go-multierror"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// hostNet is the host side of the guest's NICs: an anonymous network
+// namespace owned by the runner, holding one multi-queue tap per NIC. The
+// namespace and taps vanish with the last file descriptor, so even a killed
+// runner leaves nothing behind; the host's own network is never touched.
+type hostNet struct {
+	ns   netns.NsHandle
+	taps []*tap
+}
+
+// tap is one multi-queue tap; Queues are passed to QEMU.
+type tap struct {
+	Name   string
+	Queues []*os.File
+}
+
+// TapSpec describes a tap to create.
+type TapSpec struct {
+	Name     string // tap device name in the runner's namespace
+	Queues   int
+	HostAddr string // CIDR on the tap
+	GuestIP  string // the guest NIC's address, for a static neighbour entry
+	GuestMAC string
+}
+
+// newHostNet creates the namespace and the taps.
+func newHostNet(specs []TapSpec) (h *hostNet, err error) {
+	h = &hostNet{ns: -1}
+	defer func() {
+		if err != nil {
+			h.Close()
+		}
+	}()
+	err = inNewNetns(func(ns netns.NsHandle) error {
+		h.ns = ns
+		lo, err := netlink.LinkByName("lo")
+		if err == nil {
+			err = netlink.LinkSetUp(lo)
+		}
+		if err != nil {
+			return fmt.Errorf("loopback: %w", err)
+		}
+		for _, s := range specs {
+			t, err := createTap(s)
+			if err != nil {
+				return err
+			}
+			h.taps = append(h.taps, t)
+		}
+		return nil
+	})
+	return h, err
+}
+
+// createTap runs inside the namespace.
+func createTap(s TapSpec) (*tap, error) {
+	tt := &netlink.Tuntap{
+		LinkAttrs:  netlink.LinkAttrs{Name: s.Name},
+		Mode:       netlink.TUNTAP_MODE_TAP,
+		Flags:      netlink.TUNTAP_MULTI_QUEUE_DEFAULTS | netlink.TUNTAP_VNET_HDR,
+		Queues:     s.Queues,
+		NonPersist: true,
+	}
+	if err := netlink.LinkAdd(tt); err != nil {
+		return nil, fmt.Errorf("failed to create tap %s with %d queues (is /dev/net/tun there?): %w", s.Name, s.Queues, err)
+	}
+	t := &tap{Name: s.Name, Queues: tt.Fds}
+	link, err := netlink.LinkByName(s.Name)
+	if err == nil && s.HostAddr != "" {
+		var addr *netlink.Addr
+		if addr, err = netlink.ParseAddr(s.HostAddr); err == nil {
+			err = netlink.AddrAdd(link, addr)
+		}
+	}
+	if err == nil {
+		err = netlink.LinkSetUp(link)
+	}
+	if err == nil && s.GuestIP != "" {
+		var mac net.HardwareAddr
+		if mac, err = net.ParseMAC(s.GuestMAC); err == nil {
+			err = netlink.NeighSet(&netlink.Neigh{LinkIndex: link.Attrs().Index, State: netlink.NUD_PERMANENT,
+				IP: net.ParseIP(s.GuestIP), HardwareAddr: mac})
+		}
+	}
+	if err != nil {
+		t.close()
+		return nil, fmt.Errorf("failed to configure tap %s: %w", s.Name, err)
+	}
+	return t, nil
+}
+
+// inNewNetns runs fn on a thread inside a fresh network namespace, then
+// returns the thread to where it was.
+func inNewNetns(fn func(netns.NsHandle) error) error {
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer orig.Close()
+	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("failed to create a network namespace (root needed): %w", err)
+	}
+	ns, err := netns.Get()
+	if err == nil {
+		err = fn(ns)
+	}
+	if serr := netns.Set(orig); serr != nil {
+		return fmt.Errorf("failed to leave the lab namespace: %w", serr) // thread stays locked and dies
+	}
+	runtime.UnlockOSThread()
+	return err
+}
+
+// in runs fn inside the runner's namespace.
+func (h *hostNet) in(fn func() error) error {
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer orig.Close()
+	if err := netns.Set(h.ns); err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	ferr := fn()
+	if err := netns.Set(orig); err != nil {
+		return err
+	}
+	runtime.UnlockOSThread()
+	return ferr
+}
+
+func (t *tap) close() error {
+	var errs *multierror.Error
+	for _, f := range t.Queues {
+		if err := f.Close(); err != nil {
+			errs = multierror.Append(errs, err)
+		}
+	}
+	t.Queues = nil
+	return errs.ErrorOrNil()
+}
+
+// Close drops the taps and the namespace.
+func (h *hostNet) Close() error {
+	var errs *multierror.Error
+	for _, t := range h.taps {
+		if err := t.close(); err != nil {
+			errs = multierror.Append(errs, err)
+		}
+	}
+	if h.ns >= 0 {
+		if err := h.ns.Close(); err != nil {
+			errs = multierror.Append(errs, err)
+		}
+		h.ns = -1
+	}
+	return errs.ErrorOrNil()
+}

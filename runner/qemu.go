@@ -1,0 +1,235 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// QEMU describes one guest: what qemu-system-x86_64 is started with.
+type QEMU struct {
+	Binary   string // default qemu-system-x86_64
+	Accel    string // kvm or tcg
+	CPUs     int
+	MemoryMB int
+	Kernel   string
+	Initrd   string
+	Append   string
+	Control  string // unix socket path of the agent's virtio-serial port
+	NICs     []QEMUNIC
+}
+
+// QEMUNIC is a virtio-net device backed by an open multi-queue tap.
+type QEMUNIC struct {
+	MAC    string
+	Queues []*os.File
+}
+
+// Args returns the command line; fds of NIC queues are numbered from 3 in order.
+func (q *QEMU) Args() []string {
+	args := []string{
+		"-M", "q35", "-accel", q.Accel, "-cpu", "max",
+		// Without sockets=N plain -smp N gives one CPU under this firmware.
+		"-smp", fmt.Sprintf("%d,sockets=%d,cores=1,threads=1", q.CPUs, q.CPUs),
+		"-m", strconv.Itoa(q.MemoryMB),
+		"-nographic", "-nodefaults", "-no-reboot", "-no-user-config",
+		"-serial", "stdio",
+		"-kernel", q.Kernel, "-initrd", q.Initrd, "-append", q.Append,
+		"-device", "virtio-serial-pci,id=vser0",
+		"-chardev", "socket,id=ctl,path=" + q.Control + ",server=on,wait=off",
+		"-device", "virtserialport,bus=vser0.0,chardev=ctl,name=napilab.ctl",
+		"-device", "virtio-rng-pci",
+	}
+	fd := 3
+	for i, n := range q.NICs {
+		fds := make([]string, len(n.Queues))
+		for j := range n.Queues {
+			fds[j] = strconv.Itoa(fd)
+			fd++
+		}
+		id := fmt.Sprintf("net%d", i)
+		args = append(args,
+			"-netdev", fmt.Sprintf("tap,id=%s,fds=%s,vhost=off", id, strings.Join(fds, ":")),
+			"-device", fmt.Sprintf("virtio-net-pci,netdev=%s,mac=%s,mq=on,vectors=%d", id, n.MAC, 2*len(n.Queues)+2))
+	}
+	return args
+}
+
+// Cmdline is the copy-pasteable shell form (tap fds must be provided by the caller).
+func (q *QEMU) Cmdline() string {
+	parts := []string{q.binary()}
+	for _, a := range q.Args() {
+		parts = append(parts, shellQuote(a))
+	}
+	return strings.Join(parts, " ")
+}
+
+func (q *QEMU) binary() string {
+	if q.Binary != "" {
+		return q.Binary
+	}
+	return "qemu-system-x86_64"
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '-' || r == '_' || r == '.' || r == '/' || r == ',' || r == '=' || r == ':' ||
+			(r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// vm is a running QEMU.
+type vm struct {
+	cmd     *exec.Cmd
+	console *console
+	stderr  bytes.Buffer
+	done    chan struct{}
+	waitErr error
+}
+
+// start launches QEMU in its own process group; the console goes to w and
+// to the in-memory log. Callers must call stop.
+func (q *QEMU) start(w io.Writer) (*vm, error) {
+	cmd := exec.Command(q.binary(), q.Args()...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	for _, n := range q.NICs {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, n.Queues...)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	v := &vm{cmd: cmd, console: newConsole(w), done: make(chan struct{})}
+	cmd.Stderr = &v.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("failed to start %s (apt-get install qemu-system-x86): %w", q.binary(), err)
+	}
+	go func() {
+		v.console.copy(out)
+		v.waitErr = cmd.Wait()
+		close(v.done)
+	}()
+	return v, nil
+}
+
+// exited reports whether QEMU has exited.
+func (v *vm) exited() bool {
+	select {
+	case <-v.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop waits up to grace for QEMU to exit, then kills its process group.
+func (v *vm) stop(grace time.Duration) {
+	select {
+	case <-v.done:
+		return
+	case <-time.After(grace):
+	}
+	syscall.Kill(-v.cmd.Process.Pid, syscall.SIGKILL)
+	<-v.done
+}
+
+// console collects the serial console: every line with the host time it arrived.
+type console struct {
+	mu    sync.Mutex
+	w     io.Writer
+	lines []consoleLine
+}
+
+type consoleLine struct {
+	at   time.Time
+	text string
+}
+
+func newConsole(w io.Writer) *console { return &console{w: w} }
+
+func (c *console) copy(r io.Reader) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadString('\n')
+		if len(line) > 0 {
+			c.mu.Lock()
+			c.w.Write([]byte(line))
+			c.lines = append(c.lines, consoleLine{at: time.Now(), text: strings.TrimRight(line, "\r\n")})
+			c.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// text returns the whole console so far.
+func (c *console) text() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var b bytes.Buffer
+	for _, l := range c.lines {
+		b.WriteString(l.text)
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+// lineTime returns when console line n (1-based) arrived.
+func (c *console) lineTime(n int) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n < 1 || n > len(c.lines) {
+		return time.Time{}
+	}
+	return c.lines[n-1].at
+}
+
+// tail returns the last n lines.
+func (c *console) tail(n int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	from := max(0, len(c.lines)-n)
+	var parts []string
+	for _, l := range c.lines[from:] {
+		parts = append(parts, l.text)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// waitFor waits until a console line contains s, or ctx ends.
+func (c *console) waitFor(ctx context.Context, s string, from int) bool {
+	for {
+		c.mu.Lock()
+		for ; from < len(c.lines); from++ {
+			if strings.Contains(c.lines[from].text, s) {
+				c.mu.Unlock()
+				return true
+			}
+		}
+		c.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (c *console) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.lines)
+}

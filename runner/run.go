@@ -1,0 +1,234 @@
+// Package runner boots a lab kernel in QEMU with a scenario's NICs, drives
+// the guest agent through the scenario's timeline, gathers evidence and
+// decides the verdict.
+//
+//	res := runner.Run(ctx, runner.Config{Scenario: s, BzImage: k, Initramfs: img, OutDir: dir})
+//
+// Nothing it starts (QEMU, taps, the namespace, sockets) outlives Run.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"napilab/images/wire"
+	"napilab/results"
+	"napilab/scenarios"
+)
+
+// Config is one run.
+type Config struct {
+	Scenario  *scenarios.Scenario
+	Kernel    results.Kernel // Spec, Key and BzImage
+	Cmdline   []string       // extra kernel command line from the kernel spec
+	Initramfs string
+	ImageHash string
+	OutDir    string // receives console.log, qemu.cmdline, samples.jsonl, result.json, junit.xml
+	Accel     string // kvm, tcg or "" (auto)
+	// Logf receives one-line progress messages; nil = silent.
+	Logf func(format string, args ...any)
+}
+
+// Boot and shutdown limits under TCG; KVM divides them by kvmSpeedup.
+const (
+	bootTimeout     = 90 * time.Second
+	shutdownTimeout = 20 * time.Second
+	kvmSpeedup      = 3
+	evidenceTimeout = 10 * time.Second
+)
+
+// baseCmdline is what every lab guest boots with. Under TCG the watchdogs
+// need slack or they report the emulator's slowness.
+var baseCmdline = []string{"console=ttyS0", "panic=-1", "watchdog_thresh=30",
+	"rcupdate.rcu_cpu_stall_timeout=60", "printk.devkmsg=on"}
+
+// Run executes the scenario and always returns a result; infrastructure
+// problems give verdict ERROR.
+func Run(ctx context.Context, cfg Config) *results.Result {
+	s := cfg.Scenario
+	r := &results.Result{
+		Scenario: s.Name, ScenarioFile: s.Path, Kernel: cfg.Kernel, Image: cfg.ImageHash,
+		Started: time.Now(),
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	run := &run{cfg: cfg, s: s, res: r}
+	err := run.do(ctx)
+	r.Timings.Total = time.Since(r.Started).Seconds()
+	run.finish(err)
+	if werr := r.Write(cfg.OutDir); werr != nil && r.Verdict != results.Error {
+		r.Verdict, r.Reasons = results.Error, append(r.Reasons, werr.Error())
+	}
+	return r
+}
+
+// infraError marks a failure of the lab or host (verdict ERROR).
+type infraError struct{ err error }
+
+func (e *infraError) Error() string { return e.err.Error() }
+func (e *infraError) Unwrap() error { return e.err }
+
+func infra(format string, args ...any) error { return &infraError{fmt.Errorf(format, args...)} }
+
+// run is the state of one Run.
+type run struct {
+	cfg     Config
+	s       *scenarios.Scenario
+	res     *results.Result
+	vm      *vm
+	ctl     *control
+	host    *hostNet
+	tl      *timeline
+	hello   *wire.Hello
+	ctlPath string
+}
+
+func (r *run) do(ctx context.Context) error {
+	if err := os.MkdirAll(r.cfg.OutDir, 0o755); err != nil {
+		return infra("failed to create the run folder: %w", err)
+	}
+	os.WriteFile(filepath.Join(r.cfg.OutDir, "scenario.yaml"), r.s.Source, 0o644)
+	accel, err := pickAccel(r.cfg.Accel)
+	if err != nil {
+		return &infraError{err}
+	}
+	r.res.Accel = accel
+	sockDir, err := os.MkdirTemp("", "napilab-")
+	if err != nil {
+		return infra("failed to create a socket folder: %w", err)
+	}
+	defer os.RemoveAll(sockDir)
+
+	var taps []TapSpec
+	for i, n := range r.s.Topology.NICs {
+		gip, _, _ := net.ParseCIDR(n.Address)
+		t := TapSpec{Name: fmt.Sprintf("tap%d", i), Queues: n.Queues, HostAddr: n.Host, GuestMAC: n.MAC}
+		if gip != nil {
+			t.GuestIP = gip.String()
+		}
+		taps = append(taps, t)
+	}
+	r.host, err = newHostNet(taps)
+	if err != nil {
+		return &infraError{err}
+	}
+	defer r.host.Close()
+
+	q := &QEMU{Accel: accel, CPUs: r.s.Machine.CPUs, MemoryMB: r.s.Machine.MemoryMB,
+		Kernel: r.cfg.Kernel.BzImage, Initrd: r.cfg.Initramfs, Control: filepath.Join(sockDir, "ctl.sock"),
+		Append: strings.Join(append(append(append([]string{}, baseCmdline...), r.cfg.Cmdline...), r.s.Machine.Cmdline...), " ")}
+	for i, t := range r.host.taps {
+		q.NICs = append(q.NICs, QEMUNIC{MAC: r.s.Topology.NICs[i].MAC, Queues: t.Queues})
+	}
+	r.ctlPath = q.Control
+	r.res.QEMU = q.Cmdline()
+	os.WriteFile(filepath.Join(r.cfg.OutDir, "qemu.cmdline"), []byte(r.res.QEMU+"\n"), 0o644)
+	logFile, err := os.Create(filepath.Join(r.cfg.OutDir, "console.log"))
+	if err != nil {
+		return infra("failed to create console.log: %w", err)
+	}
+	defer logFile.Close()
+
+	r.cfg.Logf("booting %s (%s, %d cpus)", filepath.Base(r.cfg.Kernel.BzImage), accel, q.CPUs)
+	bootStart := time.Now()
+	r.vm, err = q.start(logFile)
+	if err != nil {
+		return &infraError{err}
+	}
+	defer r.vm.stop(0)
+	if err := r.boot(ctx, accel); err != nil {
+		return err
+	}
+	r.res.Timings.Boot = time.Since(bootStart).Seconds()
+	r.res.Kernel.Release = r.hello.Kernel
+	r.cfg.Logf("agent ready after %.1fs: kernel %s, %d cpus", r.res.Timings.Boot, r.hello.Kernel, r.hello.CPUs)
+
+	if err := r.setup(ctx); err != nil {
+		return err
+	}
+	r.tl = newTimeline(r.s, r.ctl, r.host, r.cfg.Logf)
+	err = r.tl.run(ctx)
+	r.res.Timings.Timeline = r.tl.elapsed()
+	if err != nil {
+		return err
+	}
+	r.shutdown(accel)
+	return nil
+}
+
+// boot waits for the agent's ready event, or for the guest to die.
+func (r *run) boot(ctx context.Context, accel string) error {
+	limit := bootTimeout
+	if accel == "kvm" {
+		limit /= kvmSpeedup
+	}
+	bctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.vm.done:
+			cancel()
+		case <-bctx.Done():
+		}
+	}()
+	var err error
+	r.ctl, err = dialControl(bctx, r.ctlPath)
+	if err == nil {
+		r.hello, err = r.ctl.waitReady(bctx)
+	}
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return infra("interrupted while booting")
+	}
+	if r.vm.exited() {
+		if r.vm.console.count() == 0 || !strings.Contains(string(r.vm.console.text()), "Linux version") {
+			return infra("qemu exited before the kernel printed anything: %v\n%s", r.vm.waitErr, strings.TrimSpace(r.vm.stderr.String()))
+		}
+		return fmt.Errorf("the kernel did not boot: the guest stopped before the agent was ready")
+	}
+	return fmt.Errorf("the kernel did not boot: no agent after %v", limit)
+}
+
+// setup builds the topology in the guest.
+func (r *run) setup(ctx context.Context) error {
+	t := wire.Topology{Netns: r.s.Topology.Netns, Sysctls: r.s.Machine.Sysctls}
+	for _, n := range r.s.Topology.NICs {
+		t.NICs = append(t.NICs, wire.NIC{Name: n.Name, MAC: n.MAC, Address: n.Address, GRO: n.GRO})
+	}
+	for _, v := range r.s.Topology.Veths {
+		t.Veths = append(t.Veths, wire.Veth{Queues: v.Queues,
+			A: wire.End{Name: v.Name, Netns: v.Netns, Address: v.Address, GRO: v.GRO},
+			B: wire.End{Name: v.Peer.Name, Netns: v.Peer.Netns, Address: v.Peer.Address, GRO: v.Peer.GRO}})
+	}
+	sctx, cancel := context.WithTimeout(ctx, r.s.Defaults.Deadline.D()*3)
+	defer cancel()
+	if err := r.ctl.call(sctx, wire.OpSetup, t, nil); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return &hangError{step: "topology setup", line: 0, deadline: r.s.Defaults.Deadline.D() * 3}
+		}
+		return fmt.Errorf("topology setup failed: %w", err)
+	}
+	return nil
+}
+
+// shutdown asks the agent to power off and waits for QEMU, reading late
+// console output on the way.
+func (r *run) shutdown(accel string) {
+	limit := shutdownTimeout
+	if accel == "kvm" {
+		limit /= kvmSpeedup
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	r.ctl.call(ctx, wire.OpPoweroff, nil, nil)
+	r.vm.stop(limit)
+}

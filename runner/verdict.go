@@ -1,0 +1,165 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"napilab/images/wire"
+	"napilab/results"
+	"napilab/scenarios"
+)
+
+// finish turns the run's error, the console and the timeline's records into
+// the verdict.
+func (r *run) finish(err error) {
+	res := r.res
+	var ie *infraError
+	var hang *hangError
+	switch {
+	case errors.As(err, &ie):
+		res.Verdict = results.Error
+		res.Reasons = append(res.Reasons, ie.Error())
+	case errors.As(err, &hang):
+		res.Hang = &results.Hang{Step: hang.step, Line: hang.line, Deadline: hang.deadline.String()}
+		r.hangEvidence()
+		res.Reasons = append(res.Reasons, hangReason(res.Hang))
+	case err != nil:
+		res.Reasons = append(res.Reasons, err.Error())
+	}
+	if r.vm != nil {
+		r.vm.stop(0)
+		res.ConsoleTail = r.vm.console.tail(60)
+	}
+	if res.Verdict == results.Error {
+		return
+	}
+	if r.tl != nil {
+		res.Steps = r.tl.steps
+		r.tl.writeSamples(filepath.Join(r.cfg.OutDir, "samples.jsonl"))
+		res.Loads = r.tl.loadResults()
+	}
+	if r.vm != nil {
+		res.Asserts = append(res.Asserts, r.splats())
+	}
+	if r.tl != nil && err == nil {
+		for _, a := range r.s.Asserts {
+			if a.NoSplat == nil {
+				res.Asserts = append(res.Asserts, r.tl.evaluate(a))
+			}
+		}
+	}
+	for _, a := range res.Asserts {
+		if !a.Passed {
+			res.Reasons = append(res.Reasons, fmt.Sprintf("%s: measured %s, want %s", a.Name, a.Measured, a.Bound))
+		}
+	}
+	res.Verdict = results.Pass
+	if len(res.Reasons) > 0 {
+		res.Verdict = results.Fail
+	}
+}
+
+func hangReason(h *results.Hang) string {
+	s := fmt.Sprintf("hang: step %q (line %d) did not finish within %s", h.Step, h.Line, h.Deadline)
+	if h.Function != "" {
+		s += ": hung in " + h.Function
+	}
+	return s
+}
+
+// hangEvidence asks the agent for SysRq-w and the stacks of blocked tasks,
+// and names the function the stuck task sleeps in.
+func (r *run) hangEvidence() {
+	if r.ctl == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), evidenceTimeout)
+	defer cancel()
+	from := r.vm.console.count()
+	r.ctl.call(ctx, wire.OpSysrq, wire.Sysrq{Key: "w"}, nil)
+	var tasks []wire.TaskStack
+	var b strings.Builder
+	if err := r.ctl.call(ctx, wire.OpStacks, nil, &tasks); err != nil {
+		fmt.Fprintf(&b, "agent did not answer for stacks: %v\n", err)
+	}
+	for _, t := range tasks {
+		fmt.Fprintf(&b, "pid %d %s state %s wchan %s\n%s\n", t.PID, t.Comm, t.State, t.Wchan, t.Stack)
+		if f := results.StackFrame(t.Stack); f != "" && r.res.Hang.Function == "" && t.State == "D" {
+			r.res.Hang.Function = f
+		}
+	}
+	// Let the SysRq output reach the console.
+	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
+	r.vm.console.waitFor(wctx, "sysrq: Show Blocked State", from)
+	wcancel()
+	time.Sleep(500 * time.Millisecond)
+	b.WriteString("--- console after the deadline ---\n")
+	b.WriteString(r.vm.console.tail(r.vm.console.count() - from))
+	r.res.Hang.Evidence = b.String()
+}
+
+// splats checks the console: every splat fails the run unless a no-splat
+// assertion allows its title.
+func (r *run) splats() results.Assert {
+	a := results.Assert{Name: "no kernel splat", Kind: "no-splat", Bound: "0 splats"}
+	var allow []scenarios.Allow
+	for _, as := range r.s.Asserts {
+		if as.NoSplat != nil {
+			allow = append(allow, as.NoSplat.Allow...)
+			a.Line = as.Line
+			if as.Name != "" {
+				a.Name = as.Name
+			}
+		}
+	}
+	found := results.FindSplats(r.vm.console.text())
+	var bad []string
+	for i := range found {
+		sp := &found[i]
+		r.placeSplat(sp)
+		for _, al := range allow {
+			if regexp.MustCompile(al.Title).MatchString(sp.Title) {
+				sp.Allowed = al.Reason
+			}
+		}
+		if sp.Allowed == "" {
+			where := ""
+			if sp.Step != "" {
+				where = fmt.Sprintf(" during %q +%.1fs", sp.Step, sp.Offset)
+			}
+			bad = append(bad, fmt.Sprintf("%s (console line %d%s)", sp.Title, sp.Line, where))
+		}
+	}
+	r.res.Splats = found
+	a.Passed = len(bad) == 0
+	a.Measured = fmt.Sprintf("%d splats", len(bad))
+	a.Detail = strings.Join(bad, "\n")
+	if len(bad) > 0 {
+		a.Measured += ": " + strings.Join(bad, "; ")
+	}
+	return a
+}
+
+// placeSplat names the innermost step running when the splat's first line arrived.
+func (r *run) placeSplat(sp *results.Splat) {
+	if r.tl == nil {
+		return
+	}
+	at := r.vm.console.lineTime(sp.Line)
+	var best *span
+	for i := range r.tl.spans {
+		s := &r.tl.spans[i]
+		if !at.Before(s.start) && !at.After(s.end) && (best == nil || s.start.After(best.start)) {
+			best = s
+		}
+	}
+	if best != nil {
+		sp.Step, sp.Offset = best.name, math.Round(at.Sub(best.start).Seconds()*100)/100
+	}
+}
