@@ -82,8 +82,27 @@ func (c *control) read() {
 	}
 }
 
-// waitReady waits for the agent's ready event.
+// waitReady waits for the agent: its ready event, or an answer to a hello
+// (the event is lost when it is sent before the host end is connected).
 func (c *control) waitReady(ctx context.Context) (*wire.Hello, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	answered := make(chan *wire.Hello, 1)
+	go func() {
+		for ctx.Err() == nil {
+			var h wire.Hello
+			cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
+			err := c.call(cctx, wire.OpHello, nil, &h)
+			ccancel()
+			if err == nil {
+				answered <- &h
+				return
+			}
+			if errors.Is(err, errAgentGone) {
+				return
+			}
+		}
+	}()
 	select {
 	case m := <-c.ready:
 		var h wire.Hello
@@ -91,6 +110,8 @@ func (c *control) waitReady(ctx context.Context) (*wire.Hello, error) {
 			return nil, fmt.Errorf("bad ready event: %w", err)
 		}
 		return &h, nil
+	case h := <-answered:
+		return h, nil
 	case <-c.closed:
 		return nil, errAgentGone
 	case <-ctx.Done():

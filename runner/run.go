@@ -31,6 +31,7 @@ type Config struct {
 	ImageHash string
 	OutDir    string // receives console.log, qemu.cmdline, samples.jsonl, result.json, junit.xml
 	Accel     string // kvm, tcg or "" (auto)
+	QEMU      string // the QEMU binary, default qemu-system-x86_64
 	// Logf receives one-line progress messages; nil = silent.
 	Logf func(format string, args ...any)
 }
@@ -121,7 +122,7 @@ func (r *run) do(ctx context.Context) error {
 	}
 	defer r.host.Close()
 
-	q := &QEMU{Accel: accel, CPUs: r.s.Machine.CPUs, MemoryMB: r.s.Machine.MemoryMB,
+	q := &QEMU{Binary: r.cfg.QEMU, Accel: accel, CPUs: r.s.Machine.CPUs, MemoryMB: r.s.Machine.MemoryMB,
 		Kernel: r.cfg.Kernel.BzImage, Initrd: r.cfg.Initramfs, Control: filepath.Join(sockDir, "ctl.sock"),
 		Append: strings.Join(append(append(append([]string{}, baseCmdline...), r.cfg.Cmdline...), r.s.Machine.Cmdline...), " ")}
 	for i, t := range r.host.taps {

@@ -119,6 +119,14 @@ func (t *timeline) run(ctx context.Context) error {
 		}
 		t.snapshot(ctx, "softirqs", []string{wire.SourceSoftirqs})
 	}
+	// The guest may be stuck: host senders stop here whatever happened.
+	t.mu.Lock()
+	for _, a := range t.loads {
+		if a.inj != nil {
+			a.inj.stop()
+		}
+	}
+	t.mu.Unlock()
 	t.end = time.Now()
 	return err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -115,17 +116,16 @@ func uptime() float64 {
 	return float64(ts.Sec) + float64(ts.Nsec)/1e9
 }
 
-// stacks returns the tasks in D state (or all kernel threads named napi/*)
-// with their kernel stacks, for hang evidence.
+// stacks returns the tasks (threads included) in D state, and every napi/
+// kthread, with their kernel stacks: the evidence for a hang.
 func stacks() []wire.TaskStack {
 	var out []wire.TaskStack
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
+	dirs, _ := filepath.Glob("/proc/[0-9]*/task/[0-9]*")
+	for _, dir := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(dir))
 		if err != nil {
 			continue
 		}
-		dir := "/proc/" + e.Name()
 		stat, err := os.ReadFile(dir + "/stat")
 		if err != nil {
 			continue

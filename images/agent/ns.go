@@ -120,13 +120,13 @@ func (n *namespaces) in(name string, fn func() error) error {
 // handle returns a netlink handle bound to netns name.
 func (n *namespaces) handle(name string) (*netlink.Handle, error) {
 	if name == "" {
-		return netlink.NewHandle()
+		return netlink.NewHandle(unix.NETLINK_ROUTE)
 	}
 	h, err := n.get(name)
 	if err != nil {
 		return nil, err
 	}
-	return netlink.NewHandleAt(h)
+	return netlink.NewHandleAt(h, unix.NETLINK_ROUTE)
 }
 
 // path maps a path to what it means inside netns name.

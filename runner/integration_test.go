@@ -1,0 +1,164 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"napilab/images"
+	"napilab/kernels"
+	"napilab/results"
+	"napilab/scenarios"
+)
+
+// guest builds (or finds in the cache) the stock kernel and the initramfs;
+// tests that need them are skipped in -short mode or without root and QEMU.
+func guest(t *testing.T) (*kernels.Artifact, *images.Image) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("boots a real kernel")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for taps and namespaces")
+	}
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		t.Skip("needs qemu-system-x86_64")
+	}
+	spec, err := kernels.LoadSpec("../kernels/stock-6.1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	k, err := kernels.Build(ctx, spec, kernels.Options{CacheDir: kernels.DefaultCacheDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := images.Build(ctx, images.Options{CacheDir: kernels.DefaultCacheDir(), ModuleDir: ".."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, img
+}
+
+// runScenario runs a scenario file and checks that nothing it started is
+// left: no open descriptors (taps, the namespace) and no QEMU.
+func runScenario(t *testing.T, file string, k *kernels.Artifact, img *images.Image, edit func(*Config)) *results.Result {
+	t.Helper()
+	s, err := scenarios.Open(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fdsBefore := openFDs(t)
+	cfg := Config{Scenario: s, Kernel: results.Kernel{Spec: "stock-6.1", Key: k.Key, BzImage: k.BzImage},
+		Initramfs: img.Path, ImageHash: img.Hash, OutDir: t.TempDir(), Logf: t.Logf}
+	if edit != nil {
+		edit(&cfg)
+	}
+	res := Run(context.Background(), cfg)
+	t.Logf("%s: %s %v", s.Name, res.Verdict, res.Reasons)
+	if after := openFDs(t); after != fdsBefore {
+		t.Errorf("open descriptors: %d before the run, %d after", fdsBefore, after)
+	}
+	if out, _ := exec.Command("pgrep", "-f", cfg.OutDir).Output(); len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("processes left running: %s", out)
+	}
+	for _, f := range []string{"result.json", "junit.xml", "console.log", "qemu.cmdline"} {
+		if _, err := os.Stat(filepath.Join(cfg.OutDir, f)); err != nil {
+			t.Errorf("run folder lacks %s", f)
+		}
+	}
+	return res
+}
+
+func openFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+func TestShippedScenario(t *testing.T) {
+	k, img := guest(t)
+	res := runScenario(t, "../scenarios/threaded-toggle-under-load.yaml", k, img, nil)
+	if res.Verdict != results.Pass {
+		t.Fatalf("verdict %s: %v\n%s", res.Verdict, res.Reasons, res.ConsoleTail)
+	}
+	if len(res.Asserts) != 6 {
+		t.Errorf("%d assertions evaluated, want 6", len(res.Asserts))
+	}
+	for _, l := range res.Loads {
+		if l.Received == 0 || l.Sent == 0 {
+			t.Errorf("load %s: sent %d received %d", l.Name, l.Sent, l.Received)
+		}
+	}
+	if !strings.HasPrefix(res.Kernel.Release, "6.1.") {
+		t.Errorf("guest kernel %q, want 6.1.x", res.Kernel.Release)
+	}
+}
+
+func TestProvokedWarningFails(t *testing.T) {
+	k, img := guest(t)
+	res := runScenario(t, "testdata/lkdtm-warning.yaml", k, img, nil)
+	if res.Verdict != results.Fail {
+		t.Fatalf("verdict %s, want FAIL: %v", res.Verdict, res.Reasons)
+	}
+	if len(res.Splats) == 0 || res.Splats[0].Title != "WARNING in lkdtm_WARNING" || res.Splats[0].Step != "provoke" {
+		t.Errorf("splats = %+v, want WARNING in lkdtm_WARNING during step provoke", res.Splats)
+	}
+}
+
+func TestHangIsCaught(t *testing.T) {
+	k, img := guest(t)
+	res := runScenario(t, "testdata/lkdtm-hang.yaml", k, img, nil)
+	if res.Verdict != results.Fail || res.Hang == nil {
+		t.Fatalf("verdict %s hang %+v, want FAIL with a hang", res.Verdict, res.Hang)
+	}
+	if res.Hang.Step != "hang" || res.Hang.Function != "lkdtm_HUNG_TASK" {
+		t.Errorf("hang = step %q in %q, want step hang in lkdtm_HUNG_TASK\n%s", res.Hang.Step, res.Hang.Function, res.Hang.Evidence)
+	}
+}
+
+func TestPanicFails(t *testing.T) {
+	k, img := guest(t)
+	res := runScenario(t, "testdata/lkdtm-panic.yaml", k, img, nil)
+	if res.Verdict != results.Fail {
+		t.Fatalf("verdict %s, want FAIL: %v", res.Verdict, res.Reasons)
+	}
+	found := false
+	for _, s := range res.Splats {
+		found = found || s.Type == results.CrashPanic
+	}
+	if !found {
+		t.Errorf("no panic among splats %+v", res.Splats)
+	}
+}
+
+func TestNoInitFails(t *testing.T) {
+	k, img := guest(t)
+	empty := filepath.Join(t.TempDir(), "empty.cpio")
+	f, err := os.Create(empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := images.Write(f, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	res := runScenario(t, "testdata/lkdtm-warning.yaml", k, img, func(c *Config) { c.Initramfs = empty })
+	if res.Verdict != results.Fail || !strings.Contains(strings.Join(res.Reasons, "\n"), "did not boot") {
+		t.Errorf("verdict %s %v, want FAIL: did not boot", res.Verdict, res.Reasons)
+	}
+}
+
+func TestMissingQEMUIsError(t *testing.T) {
+	k, img := guest(t)
+	res := runScenario(t, "testdata/lkdtm-warning.yaml", k, img, func(c *Config) { c.QEMU = "/nonexistent/qemu" })
+	if res.Verdict != results.Error {
+		t.Errorf("verdict %s %v, want ERROR", res.Verdict, res.Reasons)
+	}
+}

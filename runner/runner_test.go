@@ -1,0 +1,49 @@
+package runner
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestWindowMin(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		b            []uint64
+		width        int
+		min          uint64
+		at, nWindows int
+	}{
+		{"steady", []uint64{5, 5, 5, 5}, 2, 10, 0, 3},
+		{"leading zeros skipped", []uint64{0, 0, 3, 4, 5}, 2, 7, 2, 2},
+		{"stall in the middle", []uint64{9, 9, 0, 0, 9}, 2, 0, 2, 4},
+		{"too short", []uint64{0, 1}, 5, 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			min, at, n := windowMin(tc.b, tc.width)
+			if min != tc.min || at != tc.at || n != tc.nWindows {
+				t.Errorf("windowMin = %d at %d over %d windows, want %d at %d over %d", min, at, n, tc.min, tc.at, tc.nWindows)
+			}
+		})
+	}
+}
+
+func TestQEMUArgs(t *testing.T) {
+	q := &QEMU{Accel: "tcg", CPUs: 4, MemoryMB: 256, Kernel: "/k", Initrd: "/i", Append: "console=ttyS0 panic=-1",
+		Control: "/tmp/x/ctl.sock", NICs: []QEMUNIC{{MAC: "52:54:00:12:34:56", Queues: make([]*os.File, 2)},
+			{MAC: "52:54:00:12:34:57", Queues: make([]*os.File, 3)}}}
+	cmd := q.Cmdline()
+	for _, want := range []string{
+		"-smp 4,sockets=4,cores=1,threads=1",
+		"-netdev tap,id=net0,fds=3:4,vhost=off",
+		"virtio-net-pci,netdev=net0,mac=52:54:00:12:34:56,mq=on,vectors=6",
+		"-netdev tap,id=net1,fds=5:6:7,vhost=off",
+		"-append 'console=ttyS0 panic=-1'",
+		"virtserialport,bus=vser0.0,chardev=ctl,name=napilab.ctl",
+		"-no-reboot",
+	} {
+		if !strings.Contains(cmd, want) {
+			t.Errorf("command line lacks %q:\n%s", want, cmd)
+		}
+	}
+}
