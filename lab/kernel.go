@@ -79,7 +79,7 @@ func progressWriter(w io.Writer, quiet bool) func(kernels.Progress) {
 	var last time.Time
 	var phase string
 	return func(p kernels.Progress) {
-		if p.Phase == phase && time.Since(last) < time.Second {
+		if p.Phase == kernels.PhaseDone || p.Phase == phase && time.Since(last) < time.Second {
 			return
 		}
 		last, phase = time.Now(), p.Phase

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"napilab/images"
 	"napilab/kernels"
@@ -46,19 +47,25 @@ func guest(t *testing.T) (*kernels.Artifact, *images.Image) {
 
 // runScenario runs a scenario file and checks that nothing it started is
 // left: no open descriptors (taps, the namespace) and no QEMU.
-func runScenario(t *testing.T, file string, k *kernels.Artifact, img *images.Image, edit func(*Config)) *results.Result {
+func runScenario(t *testing.T, file string, k *kernels.Artifact, img *images.Image, edit func(*testConfig)) *results.Result {
 	t.Helper()
 	s, err := scenarios.Open(file, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fdsBefore := openFDs(t)
-	cfg := Config{Scenario: s, Kernel: results.Kernel{Spec: "stock-6.1", Key: k.Key, BzImage: k.BzImage},
-		Initramfs: img.Path, ImageHash: img.Hash, OutDir: t.TempDir(), Logf: t.Logf}
+	cfg := &testConfig{Config: Config{Scenario: s, Kernel: results.Kernel{Spec: "stock-6.1", Key: k.Key, BzImage: k.BzImage},
+		Initramfs: img.Path, ImageHash: img.Hash, OutDir: t.TempDir(), Logf: t.Logf}}
 	if edit != nil {
-		edit(&cfg)
+		edit(cfg)
 	}
-	res := Run(context.Background(), cfg)
+	ctx := context.Background()
+	if cfg.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.timeout)
+		defer cancel()
+	}
+	res := Run(ctx, cfg.Config)
 	t.Logf("%s: %s %v", s.Name, res.Verdict, res.Reasons)
 	if after := openFDs(t); after != fdsBefore {
 		t.Errorf("open descriptors: %d before the run, %d after", fdsBefore, after)
@@ -72,6 +79,12 @@ func runScenario(t *testing.T, file string, k *kernels.Artifact, img *images.Ima
 		}
 	}
 	return res
+}
+
+// testConfig is a run's Config plus an interruption after timeout.
+type testConfig struct {
+	Config
+	timeout time.Duration
 }
 
 func openFDs(t *testing.T) int {
@@ -118,8 +131,8 @@ func TestHangIsCaught(t *testing.T) {
 	if res.Verdict != results.Fail || res.Hang == nil {
 		t.Fatalf("verdict %s hang %+v, want FAIL with a hang", res.Verdict, res.Hang)
 	}
-	if res.Hang.Step != "hang" || res.Hang.Function != "lkdtm_HUNG_TASK" {
-		t.Errorf("hang = step %q in %q, want step hang in lkdtm_HUNG_TASK\n%s", res.Hang.Step, res.Hang.Function, res.Hang.Evidence)
+	if res.Hang.Step != "hang" || res.Hang.Function != "direct_entry" {
+		t.Errorf("hang = step %q in %q, want step hang in direct_entry (lkdtm_HUNG_TASK is inlined there)\n%s", res.Hang.Step, res.Hang.Function, res.Hang.Evidence)
 	}
 }
 
@@ -149,16 +162,24 @@ func TestNoInitFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	res := runScenario(t, "testdata/lkdtm-warning.yaml", k, img, func(c *Config) { c.Initramfs = empty })
-	if res.Verdict != results.Fail || !strings.Contains(strings.Join(res.Reasons, "\n"), "did not boot") {
+	res := runScenario(t, "testdata/lkdtm-warning.yaml", k, img, func(c *testConfig) { c.Initramfs = empty })
+	if res.Verdict != results.Fail || !strings.Contains(strings.Join(res.Reasons, "\n"), "the guest stopped before the agent was ready") {
 		t.Errorf("verdict %s %v, want FAIL: did not boot", res.Verdict, res.Reasons)
 	}
 }
 
 func TestMissingQEMUIsError(t *testing.T) {
 	k, img := guest(t)
-	res := runScenario(t, "testdata/lkdtm-warning.yaml", k, img, func(c *Config) { c.QEMU = "/nonexistent/qemu" })
+	res := runScenario(t, "testdata/lkdtm-warning.yaml", k, img, func(c *testConfig) { c.QEMU = "/nonexistent/qemu" })
 	if res.Verdict != results.Error {
 		t.Errorf("verdict %s %v, want ERROR", res.Verdict, res.Reasons)
+	}
+}
+
+func TestInterruptLeavesNothing(t *testing.T) {
+	k, img := guest(t)
+	res := runScenario(t, "../scenarios/threaded-toggle-under-load.yaml", k, img, func(c *testConfig) { c.timeout = 5 * time.Second })
+	if res.Verdict != results.Error || !strings.Contains(strings.Join(res.Reasons, "\n"), "interrupted") {
+		t.Errorf("verdict %s %v, want ERROR: interrupted", res.Verdict, res.Reasons)
 	}
 }

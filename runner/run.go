@@ -62,6 +62,9 @@ func Run(ctx context.Context, cfg Config) *results.Result {
 	}
 	run := &run{cfg: cfg, s: s, res: r}
 	err := run.do(ctx)
+	if err != nil && ctx.Err() != nil {
+		err = infra("interrupted: %v", ctx.Err())
+	}
 	r.Timings.Total = time.Since(r.Started).Seconds()
 	run.finish(err)
 	if werr := r.Write(cfg.OutDir); werr != nil && r.Verdict != results.Error {
@@ -144,7 +147,11 @@ func (r *run) do(ctx context.Context) error {
 		return &infraError{err}
 	}
 	defer r.vm.stop(0)
-	if err := r.boot(ctx, accel); err != nil {
+	err = r.boot(ctx, accel)
+	if r.ctl != nil {
+		defer r.ctl.Close()
+	}
+	if err != nil {
 		return err
 	}
 	r.res.Timings.Boot = time.Since(bootStart).Seconds()
@@ -157,6 +164,11 @@ func (r *run) do(ctx context.Context) error {
 	r.tl = newTimeline(r.s, r.ctl, r.host, r.cfg.Logf)
 	err = r.tl.run(ctx)
 	r.res.Timings.Timeline = r.tl.elapsed()
+	var hang *hangError
+	if errors.As(err, &hang) {
+		// Evidence comes from the live guest, before anything is torn down.
+		r.hangEvidence(hang)
+	}
 	if err != nil {
 		return err
 	}
@@ -190,6 +202,11 @@ func (r *run) boot(ctx context.Context, accel string) error {
 	if ctx.Err() != nil {
 		return infra("interrupted while booting")
 	}
+	// The control socket closes a moment before QEMU is reaped.
+	select {
+	case <-r.vm.done:
+	case <-time.After(2 * time.Second):
+	}
 	if r.vm.exited() {
 		if r.vm.console.count() == 0 || !strings.Contains(string(r.vm.console.text()), "Linux version") {
 			return infra("qemu exited before the kernel printed anything: %v\n%s", r.vm.waitErr, strings.TrimSpace(r.vm.stderr.String()))
@@ -210,11 +227,14 @@ func (r *run) setup(ctx context.Context) error {
 			A: wire.End{Name: v.Name, Netns: v.Netns, Address: v.Address, GRO: v.GRO},
 			B: wire.End{Name: v.Peer.Name, Netns: v.Peer.Netns, Address: v.Peer.Address, GRO: v.Peer.GRO}})
 	}
-	sctx, cancel := context.WithTimeout(ctx, r.s.Defaults.Deadline.D()*3)
+	limit := r.s.Defaults.Deadline.D() * 3
+	sctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	if err := r.ctl.call(sctx, wire.OpSetup, t, nil); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return &hangError{step: "topology setup", line: 0, deadline: r.s.Defaults.Deadline.D() * 3}
+			h := &hangError{step: "topology setup", deadline: limit}
+			r.hangEvidence(h)
+			return h
 		}
 		return fmt.Errorf("topology setup failed: %w", err)
 	}

@@ -39,6 +39,8 @@ func (e *stepError) Error() string {
 	return fmt.Sprintf("step %q (line %d) failed: %v", e.step, e.line, e.err)
 }
 
+func (e *stepError) Unwrap() error { return e.err }
+
 // timeline runs a scenario's steps against the agent and records what
 // happened: step times, samples and load statistics.
 type timeline struct {

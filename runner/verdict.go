@@ -26,9 +26,14 @@ func (r *run) finish(err error) {
 		res.Verdict = results.Error
 		res.Reasons = append(res.Reasons, ie.Error())
 	case errors.As(err, &hang):
-		res.Hang = &results.Hang{Step: hang.step, Line: hang.line, Deadline: hang.deadline.String()}
-		r.hangEvidence()
 		res.Reasons = append(res.Reasons, hangReason(res.Hang))
+	case errors.Is(err, errAgentGone) && r.vm != nil && r.vm.exited():
+		var se *stepError
+		if errors.As(err, &se) {
+			res.Reasons = append(res.Reasons, fmt.Sprintf("the guest died during step %q (line %d)", se.step, se.line))
+		} else {
+			res.Reasons = append(res.Reasons, "the guest died: "+err.Error())
+		}
 	case err != nil:
 		res.Reasons = append(res.Reasons, err.Error())
 	}
@@ -75,7 +80,8 @@ func hangReason(h *results.Hang) string {
 
 // hangEvidence asks the agent for SysRq-w and the stacks of blocked tasks,
 // and names the function the stuck task sleeps in.
-func (r *run) hangEvidence() {
+func (r *run) hangEvidence(h *hangError) {
+	r.res.Hang = &results.Hang{Step: h.step, Line: h.line, Deadline: h.deadline.String()}
 	if r.ctl == nil {
 		return
 	}
