@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 type runOptions struct {
 	kernel string
 	params []string
+	matrix []string
 	out    string
 	accel  string
 	jobs   int
@@ -35,6 +37,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&o.kernel, "kernel", "k", "kernels/stock-6.1.yaml", "kernel spec")
 	cmd.Flags().StringArrayVarP(&o.params, "param", "p", nil, "scenario parameter name=value (repeatable)")
+	cmd.Flags().StringArrayVar(&o.matrix, "matrix", nil, "run once per value: name=v1,v2,... (repeatable: the cross product)")
 	cmd.Flags().StringVarP(&o.out, "out", "o", "results/runs", "folder for run folders")
 	cmd.Flags().StringVar(&o.accel, "accel", "", "kvm or tcg (default tcg, or $NAPILAB_ACCEL)")
 	cmd.Flags().IntVarP(&o.jobs, "jobs", "j", 0, "make -j for a kernel build")
@@ -59,14 +62,24 @@ func runScenarios(cmd *cobra.Command, g *globalOptions, o *runOptions, files []s
 	if err != nil {
 		return err
 	}
-	// Validate every scenario before building or booting anything.
-	var ss []*scenarios.Scenario
+	sets, err := expandMatrix(params, o.matrix)
+	if err != nil {
+		return err
+	}
+	// Validate every scenario and parameter set before building or booting anything.
+	type job struct {
+		s      *scenarios.Scenario
+		params map[string]string
+	}
+	var jobs []job
 	for _, f := range files {
-		s, err := scenarios.Open(f, params)
-		if err != nil {
-			return err
+		for _, p := range sets {
+			s, err := scenarios.Open(f, p)
+			if err != nil {
+				return err
+			}
+			jobs = append(jobs, job{s, p})
 		}
-		ss = append(ss, s)
 	}
 	stderr := cmd.ErrOrStderr()
 	k, spec, err := buildKernel(ctx, g, o.kernel, o.jobs, progressWriter(stderr, false))
@@ -78,11 +91,12 @@ func runScenarios(cmd *cobra.Command, g *globalOptions, o *runOptions, files []s
 		return err
 	}
 	worst := results.Pass
-	for _, s := range ss {
-		dir := filepath.Join(o.out, fmt.Sprintf("%s-%s-%s", time.Now().Format("20060102-150405"), s.Name, spec.Name))
+	for _, j := range jobs {
+		s, params := j.s, j.params
+		dir := filepath.Join(o.out, fmt.Sprintf("%s-%s-%s%s", time.Now().Format("20060102-150405"), s.Name, spec.Name, paramSuffix(params)))
 		res := runner.Run(ctx, runner.Config{
 			Scenario: s, Kernel: results.Kernel{Spec: spec.Name, Key: k.Key, BzImage: k.BzImage}, Cmdline: spec.Cmdline,
-			Initramfs: img.Path, ImageHash: img.Hash, OutDir: dir, Accel: o.accel,
+			Initramfs: img.Path, ImageHash: img.Hash, OutDir: dir, Accel: o.accel, Params: params,
 			Logf: func(f string, a ...any) { fmt.Fprintf(stderr, "  "+f+"\n", a...) },
 		})
 		printVerdict(cmd.OutOrStdout(), res, dir)
@@ -97,6 +111,45 @@ func runScenarios(cmd *cobra.Command, g *globalOptions, o *runOptions, files []s
 		return nil
 	}
 	return &exitCodeError{code: worst.ExitCode()}
+}
+
+// expandMatrix returns one parameter set per combination of matrix values,
+// each on top of the fixed params.
+func expandMatrix(fixed map[string]string, matrix []string) ([]map[string]string, error) {
+	sets := []map[string]string{fixed}
+	for _, m := range matrix {
+		name, vals, ok := strings.Cut(m, "=")
+		if !ok || name == "" || vals == "" {
+			return nil, fmt.Errorf("bad --matrix %q: want name=v1,v2", m)
+		}
+		var next []map[string]string
+		for _, set := range sets {
+			for _, v := range strings.Split(vals, ",") {
+				p := map[string]string{}
+				for k, x := range set {
+					p[k] = x
+				}
+				p[name] = v
+				next = append(next, p)
+			}
+		}
+		sets = next
+	}
+	return sets, nil
+}
+
+// paramSuffix names a run folder after its parameters.
+func paramSuffix(p map[string]string) string {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "-%s=%s", k, strings.ReplaceAll(p[k], "/", "_"))
+	}
+	return b.String()
 }
 
 func printVerdict(w io.Writer, r *results.Result, dir string) {

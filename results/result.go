@@ -40,6 +40,7 @@ type Result struct {
 	Scenario     string            `json:"scenario"`
 	ScenarioFile string            `json:"scenario_file"`
 	Params       map[string]string `json:"params,omitempty"`
+	Seed         int64             `json:"seed"` // the timeline's jitter seed; set it in the scenario to replay
 	Kernel       Kernel            `json:"kernel"`
 	Image        string            `json:"image"` // initramfs sha256
 	Accel        string            `json:"accel"` // kvm or tcg

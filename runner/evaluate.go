@@ -26,14 +26,20 @@ func (t *timeline) evaluate(a *scenarios.Assert) results.Assert {
 		return t.evalNoStall(a)
 	case a.Grows != nil:
 		return t.evalGrows(a)
+	case a.Delta != nil:
+		return t.evalBound(a, "delta", a.Delta.Metric+" delta", a.Delta, false)
+	case a.Rate != nil:
+		return t.evalBound(a, "rate", a.Rate.Metric+" rate", a.Rate, true)
+	case a.Ratio != nil:
+		return t.evalRatio(a)
 	}
-	return results.Assert{Name: assertName(a, "unknown"), Line: a.Line, Measured: "not evaluated", Bound: "a known assertion"}
+	return results.Assert{Name: assertName(a, "unknown"), Line: a.Pos.Line, Measured: "not evaluated", Bound: "a known assertion"}
 }
 
 func (t *timeline) evalThreads(a *scenarios.Assert) results.Assert {
 	th := a.Threads
 	r := results.Assert{Name: assertName(a, fmt.Sprintf("%s* while %s=%s", th.Prefix, th.Path, th.Equals)),
-		Kind: "threads-while", Line: a.Line, Bound: fmt.Sprintf(">= %d %s* threads in every snapshot with %s = %s", th.Min, th.Prefix, th.Path, th.Equals)}
+		Kind: "threads-while", Line: a.Pos.Line, Bound: fmt.Sprintf(">= %d %s* threads in every snapshot with %s = %s", th.Min, th.Prefix, th.Path, th.Equals)}
 	f := fileSource(th.Netns, th.Path)
 	tsrc := wire.PrefixThreads + th.Prefix
 	group := ""
@@ -84,7 +90,7 @@ func (t *timeline) evalThreads(a *scenarios.Assert) results.Assert {
 func (t *timeline) evalNoStall(a *scenarios.Assert) results.Assert {
 	ns := a.NoStall
 	w := ns.Window.D()
-	r := results.Assert{Name: assertName(a, "no stall of "+ns.Load), Kind: "no-stall", Line: a.Line,
+	r := results.Assert{Name: assertName(a, "no stall of "+ns.Load), Kind: "no-stall", Line: a.Pos.Line,
 		Bound: fmt.Sprintf(">= %d packets in every %v window", ns.Min, w)}
 	lr, ok := t.stats[ns.Load]
 	if !ok || lr.sink == nil {
@@ -130,40 +136,119 @@ func windowMin(b []uint64, width int) (min uint64, at, n int) {
 	return min, at, len(b) - first - width + 1
 }
 
+// metricValue reads a metric from one snapshot.
+func metricValue(m scenarios.Metric, s wire.Sample) (float64, error) {
+	text, ok := s.Values[m.Source]
+	if !ok {
+		return 0, fmt.Errorf("%s was not sampled: %s", m.Source, s.Errors[m.Source])
+	}
+	series, err := results.ParseSource(m.Source, text)
+	if err != nil {
+		return 0, err
+	}
+	field, cpu := m.Field, m.CPU
+	if m.Family == "ksoftirqd" || m.Family == "napi" {
+		// Task CPU time: per thread, the CPU is in the thread's name.
+		field, cpu = "total", -1
+		if m.CPU >= 0 {
+			field = fmt.Sprintf("ksoftirqd/%d", m.CPU)
+		}
+	}
+	v, ok := series.Value(field, cpu)
+	if !ok {
+		return 0, fmt.Errorf("no %s in %s", m.Name, m.Source)
+	}
+	return v, nil
+}
+
+// metricDelta is a metric's change between the snapshots taken before and
+// after the timeline, and the guest seconds between them.
+func (t *timeline) metricDelta(name string) (delta, seconds float64, err error) {
+	m, err := scenarios.ParseMetric(name)
+	if err != nil {
+		return 0, 0, err
+	}
+	var snaps []wire.Sample
+	for _, s := range t.samples {
+		if s.Group == metricsGroup {
+			snaps = append(snaps, s.Data)
+		}
+	}
+	if len(snaps) < 2 {
+		return 0, 0, fmt.Errorf("%d snapshots of %s, want one before and one after the timeline", len(snaps), m.Source)
+	}
+	first, last := snaps[0], snaps[len(snaps)-1]
+	a, err := metricValue(m, first)
+	if err != nil {
+		return 0, 0, err
+	}
+	b, err := metricValue(m, last)
+	if err != nil {
+		return 0, 0, err
+	}
+	return b - a, last.T - first.T, nil
+}
+
+func bound(min, max *float64) string {
+	switch {
+	case min != nil && max != nil:
+		return fmt.Sprintf("%g..%g", *min, *max)
+	case min != nil:
+		return fmt.Sprintf(">= %g", *min)
+	case max != nil:
+		return fmt.Sprintf("<= %g", *max)
+	}
+	return "any"
+}
+
+func within(v float64, min, max *float64) bool {
+	return (min == nil || v >= *min) && (max == nil || v <= *max)
+}
+
 func (t *timeline) evalGrows(a *scenarios.Assert) results.Assert {
 	g := a.Grows
-	r := results.Assert{Name: assertName(a, g.Metric+" grows"), Kind: "grows", Line: a.Line,
-		Bound: fmt.Sprintf(">= %g", g.Min)}
-	parts := strings.Split(g.Metric, ".")
-	cpu := -1
-	if len(parts) == 3 {
-		fmt.Sscanf(parts[2], "cpu%d", &cpu)
-	}
-	var vals []uint64
-	for _, s := range t.samples {
-		txt, ok := s.Data.Values[wire.SourceSoftirqs]
-		if !ok {
-			continue
-		}
-		si, err := results.ParseSoftirqs(txt)
-		if err != nil {
-			continue
-		}
-		if v, ok := si.Value(parts[1], cpu); ok {
-			vals = append(vals, v)
-		}
-	}
-	if len(vals) < 2 {
-		r.Measured = fmt.Sprintf("%d snapshots of %s", len(vals), g.Metric)
+	m := max(g.Min, 1)
+	return t.evalBound(a, "grows", g.Metric+" grows", &scenarios.Bound{Metric: g.Metric, Min: &m}, false)
+}
+
+// evalBound checks a metric's delta (or rate, per second) over the timeline.
+func (t *timeline) evalBound(a *scenarios.Assert, kind, name string, b *scenarios.Bound, perSecond bool) results.Assert {
+	r := results.Assert{Name: assertName(a, name), Kind: kind, Line: a.Pos.Line, Bound: bound(b.Min, b.Max)}
+	d, secs, err := t.metricDelta(b.Metric)
+	if err != nil {
+		r.Measured = err.Error()
 		return r
 	}
-	lo, hi := vals[0], vals[0]
-	for _, v := range vals {
-		lo, hi = min(lo, v), max(hi, v)
+	v, unit := d, ""
+	if perSecond {
+		if secs <= 0 {
+			r.Measured = "no time passed between the snapshots"
+			return r
+		}
+		v, unit = d/secs, "/s"
 	}
-	d := float64(hi - lo)
-	r.Measured = fmt.Sprintf("+%g", d)
-	r.Passed = d >= g.Min
+	r.Measured = fmt.Sprintf("%+.4g%s", v, unit)
+	r.Passed = within(v, b.Min, b.Max)
+	return r
+}
+
+func (t *timeline) evalRatio(a *scenarios.Assert) results.Assert {
+	q := a.Ratio
+	r := results.Assert{Name: assertName(a, q.Num+" / "+q.Den), Kind: "ratio", Line: a.Pos.Line, Bound: bound(q.Min, q.Max)}
+	num, _, err := t.metricDelta(q.Num)
+	if err == nil {
+		var den float64
+		if den, _, err = t.metricDelta(q.Den); err == nil && den == 0 {
+			err = fmt.Errorf("%s did not change", q.Den)
+		}
+		if err == nil {
+			v := num / den
+			r.Measured = fmt.Sprintf("%.4g (%g / %g)", v, num, den)
+			r.Passed = within(v, q.Min, q.Max)
+			return r
+		}
+	}
+	r.Measured = err.Error()
 	return r
 }
 

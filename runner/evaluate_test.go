@@ -24,7 +24,7 @@ func recorded(t *testing.T) *timeline {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tl := newTimeline(s, nil, nil, nil)
+	tl := newTimeline(s, 1, nil, nil, nil)
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {

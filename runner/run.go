@@ -29,9 +29,10 @@ type Config struct {
 	Cmdline   []string       // extra kernel command line from the kernel spec
 	Initramfs string
 	ImageHash string
-	OutDir    string // receives console.log, qemu.cmdline, samples.jsonl, result.json, junit.xml
-	Accel     string // kvm, tcg or "" (auto)
-	QEMU      string // the QEMU binary, default qemu-system-x86_64
+	OutDir    string            // receives console.log, qemu.cmdline, samples.jsonl, result.json, junit.xml
+	Params    map[string]string // the parameter overrides the scenario was opened with
+	Accel     string            // kvm, tcg or "" (auto)
+	QEMU      string            // the QEMU binary, default qemu-system-x86_64
 	// Logf receives one-line progress messages; nil = silent.
 	Logf func(format string, args ...any)
 }
@@ -54,7 +55,7 @@ var baseCmdline = []string{"console=ttyS0", "panic=-1", "watchdog_thresh=30",
 func Run(ctx context.Context, cfg Config) *results.Result {
 	s := cfg.Scenario
 	r := &results.Result{
-		Scenario: s.Name, ScenarioFile: s.Path, Kernel: cfg.Kernel, Image: cfg.ImageHash,
+		Scenario: s.Name, ScenarioFile: s.Path, Params: cfg.Params, Kernel: cfg.Kernel, Image: cfg.ImageHash,
 		Started: time.Now(),
 	}
 	if cfg.Logf == nil {
@@ -161,7 +162,12 @@ func (r *run) do(ctx context.Context) error {
 	if err := r.setup(ctx); err != nil {
 		return err
 	}
-	r.tl = newTimeline(r.s, r.ctl, r.host, r.cfg.Logf)
+	seed := r.s.Seed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	r.res.Seed = seed
+	r.tl = newTimeline(r.s, seed, r.ctl, r.host, r.cfg.Logf)
 	err = r.tl.run(ctx)
 	r.res.Timings.Timeline = r.tl.elapsed()
 	var hang *hangError

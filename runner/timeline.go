@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
+	"path"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -57,7 +61,7 @@ type timeline struct {
 	loads   map[string]*activeLoad
 	stats   map[string]*loadResult
 	samples []sampleRec
-	cancel  context.CancelFunc
+	rng     *rand.Rand // jitter, seeded from the scenario (guarded by mu)
 }
 
 type span struct {
@@ -82,9 +86,19 @@ type loadResult struct {
 	sink             *wire.LoadStats
 }
 
-func newTimeline(s *scenarios.Scenario, ctl *control, host *hostNet, logf func(string, ...any)) *timeline {
-	return &timeline{s: s, ctl: ctl, host: host, logf: logf,
+func newTimeline(s *scenarios.Scenario, seed int64, ctl *control, host *hostNet, logf func(string, ...any)) *timeline {
+	return &timeline{s: s, ctl: ctl, host: host, logf: logf, rng: rand.New(rand.NewPCG(uint64(seed), 0x6e617069)),
 		loads: map[string]*activeLoad{}, stats: map[string]*loadResult{}}
+}
+
+// jitter returns a random extra delay in [0, max).
+func (t *timeline) jitter(max time.Duration) time.Duration {
+	if max <= 0 {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return time.Duration(t.rng.Int64N(int64(max)))
 }
 
 func (t *timeline) elapsed() float64 {
@@ -100,7 +114,7 @@ func (t *timeline) run(ctx context.Context) error {
 	sctx, stopSamplers := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	groups := t.samplerGroups()
-	t.snapshot(ctx, "softirqs", []string{wire.SourceSoftirqs})
+	t.snapshot(ctx, metricsGroup, t.metricSources())
 	for _, g := range groups {
 		wg.Add(1)
 		go func(g samplerGroup) {
@@ -119,7 +133,7 @@ func (t *timeline) run(ctx context.Context) error {
 				err = serr
 			}
 		}
-		t.snapshot(ctx, "softirqs", []string{wire.SourceSoftirqs})
+		t.snapshot(ctx, metricsGroup, t.metricSources())
 	}
 	// The guest may be stuck: host senders stop here whatever happened.
 	t.mu.Lock()
@@ -142,6 +156,20 @@ func (t *timeline) running() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// metricsGroup names the snapshots taken before and after the timeline:
+// every source the assertions' metrics need, read together.
+const metricsGroup = "metrics"
+
+func (t *timeline) metricSources() []string {
+	srcs := []string{wire.SourceSoftirqs}
+	for _, m := range t.s.Metrics() {
+		if !slices.Contains(srcs, m.Source) {
+			srcs = append(srcs, m.Source)
+		}
+	}
+	return srcs
 }
 
 // samplerGroup is a set of sources read together every period.
@@ -239,8 +267,10 @@ func stepName(st *scenarios.Step) string {
 		return "stop " + strings.Join(st.Stop, ", ")
 	case st.Sleep > 0:
 		return "sleep " + st.Sleep.D().String()
+	case st.Parallel != nil:
+		return "parallel"
 	}
-	return "parallel"
+	return st.Action()
 }
 
 // steps_ runs steps in sequence; the first error stops the rest.
@@ -256,7 +286,7 @@ func (t *timeline) runSteps(ctx context.Context, steps []*scenarios.Step) error 
 func (t *timeline) step(ctx context.Context, st *scenarios.Step) error {
 	name := stepName(st)
 	begin := time.Now()
-	rec := results.Step{Name: name, Line: st.Line, Start: begin.Sub(t.start).Seconds()}
+	rec := results.Step{Name: name, Line: st.Pos.Line, Start: begin.Sub(t.start).Seconds()}
 	var err error
 	if len(st.Parallel) > 0 {
 		err = t.parallel(ctx, st.Parallel)
@@ -313,6 +343,11 @@ func (t *timeline) repeat(ctx context.Context, st *scenarios.Step, name string) 
 	if deadline == 0 {
 		deadline = t.s.Defaults.Deadline.D()
 	}
+	if st.Wait != nil {
+		// A wait that runs out of time fails; only one that cannot even
+		// poll past its timeout is a hang.
+		deadline += st.Wait.Timeout.D()
+	}
 	begin := time.Now()
 	next := begin
 	for i := 0; ; i++ {
@@ -320,7 +355,7 @@ func (t *timeline) repeat(ctx context.Context, st *scenarios.Step, name string) 
 			if st.For > 0 && time.Since(begin) >= st.For.D() || st.Count > 0 && i >= st.Count {
 				return i, nil
 			}
-			next = next.Add(st.Every.D())
+			next = next.Add(st.Every.D() + t.jitter(st.Jitter.D()))
 			select {
 			case <-ctx.Done():
 				return i, ctx.Err()
@@ -333,11 +368,11 @@ func (t *timeline) repeat(ctx context.Context, st *scenarios.Step, name string) 
 		cancel()
 		switch {
 		case timedOut:
-			return i + 1, &hangError{step: name, line: st.Line, deadline: deadline}
+			return i + 1, &hangError{step: name, line: st.Pos.Line, deadline: deadline}
 		case err != nil && ctx.Err() != nil:
 			return i + 1, ctx.Err()
 		case err != nil:
-			return i + 1, &stepError{step: name, line: st.Line, err: err}
+			return i + 1, &stepError{step: name, line: st.Pos.Line, err: err}
 		}
 		if st.Every == 0 {
 			return 1, nil
@@ -387,8 +422,129 @@ func (t *timeline) action(ctx context.Context, st *scenarios.Step, i int) error 
 			return ctx.Err()
 		case <-time.After(st.Sleep.D()):
 		}
+	case st.Sysctl != nil:
+		v := cycle(st.Sysctl.Value, st.Sysctl.Values, i)
+		p := "/proc/sys/" + strings.ReplaceAll(st.Sysctl.Name, ".", "/")
+		return t.ctl.call(ctx, wire.OpWrite, wire.File{Path: p, Netns: st.Sysctl.Netns, Value: v}, nil)
+	case st.XDP != nil:
+		on := i%2 == 0
+		if st.XDP.On != nil {
+			on = *st.XDP.On
+		}
+		return t.ctl.call(ctx, wire.OpXDP, wire.XDP{Dev: st.XDP.Dev, Netns: st.XDP.Netns, Attach: on, Mode: st.XDP.Mode}, nil)
+	case st.RPS != nil:
+		r := st.RPS
+		for _, q := range queuesOr0(r.Queues) {
+			dir := path.Join("/sys/class/net", r.Dev, "queues", "rx-"+strconv.Itoa(q))
+			if len(r.CPUs) > 0 {
+				if err := t.ctl.call(ctx, wire.OpWrite, wire.File{Path: dir + "/rps_cpus", Netns: r.Netns, Value: r.CPUs[i%len(r.CPUs)]}, nil); err != nil {
+					return err
+				}
+			}
+			if r.FlowCnt != nil {
+				if err := t.ctl.call(ctx, wire.OpWrite, wire.File{Path: dir + "/rps_flow_cnt", Netns: r.Netns, Value: strconv.Itoa(*r.FlowCnt)}, nil); err != nil {
+					return err
+				}
+			}
+		}
+	case st.XPS != nil:
+		for _, q := range queuesOr0(st.XPS.Queues) {
+			p := path.Join("/sys/class/net", st.XPS.Dev, "queues", "tx-"+strconv.Itoa(q), "xps_cpus")
+			if err := t.ctl.call(ctx, wire.OpWrite, wire.File{Path: p, Netns: st.XPS.Netns, Value: st.XPS.CPUs[i%len(st.XPS.CPUs)]}, nil); err != nil {
+				return err
+			}
+		}
+	case st.IRQ != nil:
+		return t.ctl.call(ctx, wire.OpIRQ, wire.IRQAffinity{Match: st.IRQ.Match, CPUs: st.IRQ.CPUs}, nil)
+	case st.Exec != nil:
+		var res wire.ExecResult
+		if err := t.ctl.call(ctx, wire.OpExec, wire.Exec{Netns: st.Exec.Netns, Argv: st.Exec.Argv}, &res); err != nil {
+			return err
+		}
+		if res.ExitCode != 0 {
+			return fmt.Errorf("%s exited %d: %s", st.Exec.Argv[0], res.ExitCode, lastLines(res.Output, 5))
+		}
+	case st.Wait != nil:
+		return t.wait(ctx, st.Wait)
 	}
 	return nil
+}
+
+func cycle(one string, many []string, i int) string {
+	if len(many) > 0 {
+		return many[i%len(many)]
+	}
+	return one
+}
+
+func queuesOr0(q []int) []int {
+	if len(q) == 0 {
+		return []int{0}
+	}
+	return q
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// wait polls until the condition holds; running out of Timeout is an error.
+func (t *timeline) wait(ctx context.Context, w *scenarios.Wait) error {
+	timeout := w.Timeout.D()
+	if timeout == 0 {
+		timeout = t.s.Defaults.Deadline.D()
+	}
+	until := time.Now().Add(timeout)
+	var last string
+	for {
+		ok, seen, err := t.holds(ctx, w)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		last = seen
+		if time.Now().After(until) {
+			return fmt.Errorf("condition not met within %v (last seen: %s)", timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// holds checks a wait condition once.
+func (t *timeline) holds(ctx context.Context, w *scenarios.Wait) (bool, string, error) {
+	if w.Path != "" {
+		var v string
+		if err := t.ctl.call(ctx, wire.OpRead, wire.File{Path: w.Path, Netns: w.Netns}, &v); err != nil {
+			return false, "", err
+		}
+		v = strings.TrimSpace(v)
+		return v == w.Equals, fmt.Sprintf("%s = %q", w.Path, v), nil
+	}
+	var s wire.Sample
+	src := wire.PrefixThreads + w.Threads
+	if err := t.ctl.call(ctx, wire.OpSample, wire.SampleArgs{Sources: []string{src}}, &s); err != nil {
+		return false, "", err
+	}
+	n := countLines(s.Values[src])
+	if w.Absent {
+		return n == 0, fmt.Sprintf("%d %s* threads", n, w.Threads), nil
+	}
+	return n >= max(w.Min, 1), fmt.Sprintf("%d %s* threads", n, w.Threads), nil
+}
+
+func countLines(s string) int {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0
+	}
+	return strings.Count(s, "\n") + 1
 }
 
 func sinkName(load string) string { return load + ".sink" }
@@ -405,7 +561,7 @@ func cpuOr(p *int) int {
 func (t *timeline) startLoad(ctx context.Context, name string) error {
 	l := t.s.Loads[name]
 	sink := wire.Load{Name: sinkName(name), Kind: wire.LoadUDPSink, Netns: l.SinkNetns, Addr: l.SinkAddr,
-		Port: l.To.Port, CPU: cpuOr(l.SinkCPU)}
+		Port: l.To.Port, CPU: cpuOr(l.SinkCPU), BusyPoll: l.BusyPoll}
 	if err := t.ctl.call(ctx, wire.OpStart, sink, nil); err != nil {
 		return fmt.Errorf("start sink of %s: %w", name, err)
 	}

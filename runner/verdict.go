@@ -118,7 +118,7 @@ func (r *run) splats() results.Assert {
 	for _, as := range r.s.Asserts {
 		if as.NoSplat != nil {
 			allow = append(allow, as.NoSplat.Allow...)
-			a.Line = as.Line
+			a.Line = as.Pos.Line
 			if as.Name != "" {
 				a.Name = as.Name
 			}

@@ -5,17 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 
-	"github.com/hashicorp/go-multierror"
 	"gopkg.in/yaml.v3"
 )
 
-// Open reads, substitutes parameters in, parses and validates a scenario
-// file. params override the file's own parameter defaults.
+// Open reads a scenario file and the fragments it includes, substitutes
+// parameters, parses and validates it. params override the files' defaults.
+// All problems are reported at once, as Errors with file:line:col.
 func Open(path string, params map[string]string) (*Scenario, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -24,104 +24,165 @@ func Open(path string, params map[string]string) (*Scenario, error) {
 	return Parse(path, data, params)
 }
 
-// Parse is Open on bytes; name is used in error messages.
+// Parse is Open on bytes; name is the file name used for errors and to
+// resolve includes.
 func Parse(name string, data []byte, params map[string]string) (*Scenario, error) {
-	errs := &multierror.Error{ErrorFormat: listErrors}
-	add := func(line int, format string, args ...any) {
-		errs = multierror.Append(errs, fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, args...)))
-	}
-	text, err := substitute(data, params, add)
+	c := &collector{}
+	srcs, err := loadTree(name, data, c)
 	if err != nil {
-		return nil, yamlError(name, err)
-	}
-	if errs.ErrorOrNil() != nil {
-		return nil, errs
-	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(text, &root); err != nil {
-		return nil, yamlError(name, err)
-	}
-	if len(root.Content) == 0 {
-		return nil, fmt.Errorf("%s: empty scenario", name)
-	}
-	checkKnown(root.Content[0], reflect.TypeOf(Scenario{}), "", add)
-	s := &Scenario{Path: name, Source: text}
-	if err := root.Content[0].Decode(s); err != nil {
-		var te *yaml.TypeError
-		var pe *posError
-		switch {
-		case errors.As(err, &pe):
-			add(pe.line, "%s", pe.msg)
-		case errors.As(err, &te):
-			for _, e := range te.Errors {
-				var line int
-				if _, serr := fmt.Sscanf(e, "line %d:", &line); serr == nil {
-					e = strings.TrimSpace(e[strings.IndexByte(e, ':')+1:])
-				}
-				add(line, "%s", e)
-			}
-		default:
-			add(0, "%v", err)
-		}
-	}
-	if errs.ErrorOrNil() != nil {
-		return nil, errs
-	}
-	s.setDefaults()
-	s.validate(add)
-	if err := errs.ErrorOrNil(); err != nil {
 		return nil, err
 	}
+	values, err := paramValues(srcs, params)
+	if err != nil {
+		return nil, err
+	}
+	var root *yaml.Node
+	for _, src := range srcs { // the main file first; fragments merge into it
+
+		text := substitute(src.data, values, func(line int, format string, args ...any) {
+			c.add(Pos{File: src.name, Line: line}, format, args...)
+		})
+		var doc yaml.Node
+		if err := yaml.Unmarshal(text, &doc); err != nil {
+			return nil, yamlError(src.name, err)
+		}
+		if len(doc.Content) == 0 {
+			continue
+		}
+		offset(doc.Content[0], src.index*lineStride)
+		if root == nil {
+			root = doc.Content[0]
+		} else {
+			merge(doc.Content[0], root)
+		}
+	}
+	if root == nil {
+		return nil, fmt.Errorf("%s: empty scenario", name)
+	}
+	checkKnown(root, typeOfScenario, "", c)
+	s := &Scenario{Path: name}
+	if err := root.Decode(s); err != nil {
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		for _, e := range te.Errors {
+			var line int
+			if _, serr := fmt.Sscanf(e, "line %d:", &line); serr == nil {
+				if !c.reported(line) {
+					c.at(line, 0, "%s", strings.TrimSpace(e[strings.IndexByte(e, ':')+1:]))
+				}
+				continue
+			}
+			c.add(Pos{File: name}, "%s", e)
+		}
+	}
+	s.Includes = srcs.names()[1:]
+	s.resolvePositions(c.files)
+	s.setDefaults()
+	s.validate(c)
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	s.Source, _ = yaml.Marshal(root)
 	return s, nil
 }
 
-// yamlError turns "yaml: line 3: msg" into "name:3: msg".
-func yamlError(name string, err error) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	var line int
-	if _, serr := fmt.Sscanf(msg, "line %d:", &line); serr == nil {
-		return fmt.Errorf("%s:%d:%s", name, line, msg[strings.IndexByte(msg, ':')+1:])
-	}
-	return fmt.Errorf("%s: %s", name, msg)
+// source is one file of a scenario: the main file or an included fragment.
+type source struct {
+	name   string
+	index  int
+	data   []byte
+	params map[string]string
 }
 
-func listErrors(es []error) string {
-	lines := make([]string, len(es))
-	for i, e := range es {
-		lines[i] = e.Error()
+type sources []*source
+
+func (ss sources) names() []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.name
 	}
-	return strings.Join(lines, "\n")
+	return out
+}
+
+// loadTree reads the main file's and, recursively, the included files'
+// params and include lists.
+func loadTree(name string, data []byte, c *collector) (sources, error) {
+	var out sources
+	seen := map[string]bool{}
+	var visit func(name string, data []byte, chain []string) error
+	visit = func(name string, data []byte, chain []string) error {
+		abs, _ := filepath.Abs(name)
+		for _, p := range chain {
+			if p == abs {
+				return fmt.Errorf("%s: include cycle: %s", srcNames(out), strings.Join(append(out.names(), name), " -> "))
+			}
+		}
+		if seen[abs] {
+			return nil // included twice from different places: once is enough
+		}
+		seen[abs] = true
+		var head struct {
+			Params  map[string]string `yaml:"params"`
+			Include []string          `yaml:"include"`
+		}
+		// A lenient first parse: parameter references become plain words so
+		// that they parse anywhere.
+		if err := yaml.Unmarshal(paramRef.ReplaceAll(data, []byte("_$1_")), &head); err != nil {
+			return yamlError(name, err)
+		}
+		src := &source{name: name, index: len(out), data: data, params: head.Params}
+		out = append(out, src)
+		c.files = append(c.files, name)
+		for _, inc := range head.Include {
+			p := inc
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(filepath.Dir(name), inc)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return fmt.Errorf("%s: include %s: %w", name, inc, err)
+			}
+			if err := visit(p, b, append(chain, abs)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return out, visit(name, data, nil)
+}
+
+// paramValues merges the declared defaults (the main file wins over its
+// includes) with the overrides, which must name declared parameters.
+func paramValues(srcs sources, overrides map[string]string) (map[string]string, error) {
+	values := map[string]string{}
+	for k := len(srcs) - 1; k >= 0; k-- {
+		for n, v := range srcs[k].params {
+			values[n] = v
+		}
+	}
+	var unknown []string
+	for n := range overrides {
+		if _, ok := values[n]; !ok {
+			unknown = append(unknown, n)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, fmt.Errorf("%s: parameter %s is not declared under params: (declared: %s)",
+			srcs[0].name, strings.Join(unknown, ", "), strings.Join(sortedKeys(values), ", "))
+	}
+	for n, v := range overrides {
+		values[n] = v
+	}
+	return values, nil
 }
 
 var paramRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
-// substitute replaces ${name} with the parameter's value: the override if
-// given, else the file's params default.
-func substitute(data []byte, overrides map[string]string, add func(int, string, ...any)) ([]byte, error) {
-	var head struct {
-		Params map[string]string `yaml:"params"`
-	}
-	// A first, lenient parse only to read the defaults; references become
-	// plain words so that they parse anywhere.
-	if err := yaml.Unmarshal(paramRef.ReplaceAll(data, []byte("_$1_")), &head); err != nil {
-		return nil, err
-	}
-	values := map[string]string{}
-	for k, v := range head.Params {
-		values[k] = v
-	}
-	var unknown []string
-	for k, v := range overrides {
-		if _, ok := head.Params[k]; !ok {
-			unknown = append(unknown, k)
-		}
-		values[k] = v
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return nil, fmt.Errorf("parameter %s is not declared under params: (declared: %s)",
-			strings.Join(unknown, ", "), strings.Join(sortedKeys(head.Params), ", "))
-	}
+// substitute replaces ${name} outside comments.
+func substitute(data []byte, values map[string]string, add func(int, string, ...any)) []byte {
 	var out bytes.Buffer
 	for i, line := range bytes.SplitAfter(data, []byte("\n")) {
 		if bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
@@ -138,113 +199,55 @@ func substitute(data []byte, overrides map[string]string, add func(int, string, 
 			return []byte(v)
 		}))
 	}
-	return out.Bytes(), nil
+	return out.Bytes()
 }
 
-var unmarshaler = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
-
-// checkKnown reports mapping keys that no field of t takes, with their line.
-func checkKnown(n *yaml.Node, t reflect.Type, where string, add func(int, string, ...any)) {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
+// offset shifts every node's line so positions identify their file.
+func offset(n *yaml.Node, by int) {
+	n.Line += by
+	for _, c := range n.Content {
+		offset(c, by)
 	}
-	if n.Kind == yaml.ScalarNode && reflect.PointerTo(t).Implements(unmarshaler) {
+}
+
+func srcNames(ss sources) string { return ss[0].name }
+
+// merge folds a fragment into dst: new keys are added, mappings merge,
+// sequences concatenate (fragment items first), dst's scalars win.
+func merge(frag, dst *yaml.Node) {
+	if frag.Kind != yaml.MappingNode || dst.Kind != yaml.MappingNode {
 		return
 	}
-	switch t.Kind() {
-	case reflect.Struct:
-		if n.Kind != yaml.MappingNode {
-			return // the decoder reports the type error
-		}
-		fields := map[string]reflect.Type{}
-		collectFields(t, fields)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			ft, ok := fields[k.Value]
-			if !ok {
-				add(k.Line, "unknown field %q%s%s", k.Value, in(where), suggest(k.Value, fields))
-				continue
-			}
-			checkKnown(v, ft, k.Value, add)
-		}
-	case reflect.Slice:
-		if n.Kind == yaml.SequenceNode {
-			for _, c := range n.Content {
-				checkKnown(c, t.Elem(), where, add)
-			}
-		}
-	case reflect.Map:
-		if n.Kind == yaml.MappingNode {
-			for i := 1; i < len(n.Content); i += 2 {
-				checkKnown(n.Content[i], t.Elem(), n.Content[i-1].Value, add)
-			}
-		}
+	index := map[string]int{}
+	for i := 0; i+1 < len(dst.Content); i += 2 {
+		index[dst.Content[i].Value] = i
 	}
-}
-
-func in(where string) string {
-	if where == "" {
-		return ""
-	}
-	return " in " + where
-}
-
-func collectFields(t reflect.Type, out map[string]reflect.Type) {
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := f.Tag.Get("yaml")
-		name, opts, _ := strings.Cut(tag, ",")
+	for i := 0; i+1 < len(frag.Content); i += 2 {
+		k, v := frag.Content[i], frag.Content[i+1]
+		if k.Value == "include" || k.Value == "name" || k.Value == "description" {
+			continue
+		}
+		j, ok := index[k.Value]
+		if !ok {
+			dst.Content = append(dst.Content, k, v)
+			continue
+		}
+		d := dst.Content[j+1]
 		switch {
-		case name == "-" || !f.IsExported():
-		case opts == "inline":
-			collectFields(f.Type, out)
-		case name != "":
-			out[name] = f.Type
+		case d.Kind == yaml.MappingNode && v.Kind == yaml.MappingNode:
+			merge(v, d)
+		case d.Kind == yaml.SequenceNode && v.Kind == yaml.SequenceNode:
+			d.Content = append(append([]*yaml.Node{}, v.Content...), d.Content...)
 		}
 	}
 }
 
-// suggest names the closest known field, or lists them all.
-func suggest(key string, fields map[string]reflect.Type) string {
-	names := sortedKeys(fields)
-	best, bestD := "", 3
-	for _, n := range names {
-		if d := distance(key, n); d < bestD {
-			best, bestD = n, d
-		}
+// yamlError turns "yaml: line 3: msg" into "name:3: msg".
+func yamlError(name string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	var line int
+	if _, serr := fmt.Sscanf(msg, "line %d:", &line); serr == nil {
+		return Errors{{Pos: Pos{File: name, Line: line}, Msg: strings.TrimSpace(msg[strings.IndexByte(msg, ':')+1:])}}
 	}
-	if best != "" {
-		return fmt.Sprintf(" (did you mean %q?)", best)
-	}
-	return " (known: " + strings.Join(names, ", ") + ")"
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// distance is the Levenshtein distance between a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return fmt.Errorf("%s: %s", name, msg)
 }

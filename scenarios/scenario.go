@@ -11,7 +11,9 @@ package scenarios
 type Scenario struct {
 	Name        string            `yaml:"name"`
 	Description string            `yaml:"description"`
-	Params      map[string]string `yaml:"params"` // defaults for ${name} substitution
+	Include     []string          `yaml:"include"` // fragment files merged in (paths relative to this file)
+	Params      map[string]string `yaml:"params"`  // defaults for ${name} substitution
+	Seed        int64             `yaml:"seed"`    // for jitter; 0 = pick one (recorded in the result)
 	Machine     Machine           `yaml:"machine"`
 	Topology    Topology          `yaml:"topology"`
 	Loads       map[string]*Load  `yaml:"loads"`
@@ -22,8 +24,10 @@ type Scenario struct {
 
 	// Path is the file the scenario came from.
 	Path string `yaml:"-"`
-	// Source is the file's text after parameter substitution.
+	// Source is the resolved scenario (includes merged, parameters substituted) as YAML.
 	Source []byte `yaml:"-"`
+	// Includes are the fragment files that were merged in.
+	Includes []string `yaml:"-"`
 }
 
 // Machine is the guest's hardware and boot settings.
@@ -49,7 +53,7 @@ type NIC struct {
 	Host    string `yaml:"host"`    // host (tap) address, CIDR
 	GRO     *bool  `yaml:"gro"`
 	MAC     string `yaml:"mac"` // default 52:54:00:12:34:<index+0x56>
-	Line    int    `yaml:"-"`
+	Pos     Pos    `yaml:"-"`
 }
 
 // Veth is a veth pair; the first end may sit in a namespace too.
@@ -57,7 +61,7 @@ type Veth struct {
 	End    `yaml:",inline"`
 	Peer   End `yaml:"peer"`
 	Queues int `yaml:"queues"`
-	Line   int `yaml:"-"`
+	Pos    Pos `yaml:"-"`
 }
 
 // End is one end of a veth pair.
@@ -78,8 +82,10 @@ type Load struct {
 	Rate    int      `yaml:"rate"` // packets/s, 0 = flood
 	CPU     *int     `yaml:"cpu"`  // sender CPU
 	SinkCPU *int     `yaml:"sink_cpu"`
-	Line    int      `yaml:"-"`
-	Name    string   `yaml:"-"`
+	// BusyPoll sets SO_BUSY_POLL on the sink socket, in microseconds.
+	BusyPoll int    `yaml:"busy_poll"`
+	Pos      Pos    `yaml:"-"`
+	Name     string `yaml:"-"`
 	// Resolved by validation: where the sink listens.
 	SinkNetns string `yaml:"-"`
 	SinkAddr  string `yaml:"-"`
@@ -98,7 +104,7 @@ type Endpoint struct {
 type Sampler struct {
 	Source string   `yaml:"source"` // softirqs, softnet_stat, interrupts, snmp, threads:<prefix>, file:<path>
 	Every  Duration `yaml:"every"`
-	Line   int      `yaml:"-"`
+	Pos    Pos      `yaml:"-"`
 }
 
 // Defaults apply to every step.
@@ -117,12 +123,20 @@ type Step struct {
 	Stop     StringList `yaml:"stop"`
 	Sleep    Duration   `yaml:"sleep"`
 	Parallel []*Step    `yaml:"parallel"`
+	Wait     *Wait      `yaml:"wait"`
+	XDP      *XDP       `yaml:"xdp"`
+	RPS      *RPS       `yaml:"rps"`
+	XPS      *XPS       `yaml:"xps"`
+	Sysctl   *Sysctl    `yaml:"sysctl"`
+	IRQ      *IRQ       `yaml:"irq"`
+	Exec     *Exec      `yaml:"exec"`
 
 	Every    Duration `yaml:"every"`    // repeat period
+	Jitter   Duration `yaml:"jitter"`   // add a random 0..jitter to every period (seeded)
 	For      Duration `yaml:"for"`      // repeat until this much time passed
 	Count    int      `yaml:"count"`    // or this many times
 	Deadline Duration `yaml:"deadline"` // per action; exceeded = hang
-	Line     int      `yaml:"-"`
+	Pos      Pos      `yaml:"-"`
 }
 
 // Write writes a value (or cycles through values) to a sysfs/procfs file.
@@ -154,6 +168,63 @@ type Channels struct {
 	Values []int  `yaml:"values"`
 }
 
+// Wait polls until a file holds a value or enough threads exist; its
+// Timeout (default: the step deadline) passing is a failure, not a hang.
+type Wait struct {
+	Path    string   `yaml:"path"`
+	Netns   string   `yaml:"netns"`
+	Equals  string   `yaml:"equals"`
+	Threads string   `yaml:"threads"` // comm prefix
+	Min     int      `yaml:"min"`     // threads wanted, default 1
+	Absent  bool     `yaml:"absent"`  // wait for no such thread instead
+	Timeout Duration `yaml:"timeout"`
+}
+
+// XDP attaches or detaches a trivial XDP_PASS program.
+type XDP struct {
+	Dev   string `yaml:"dev"`
+	Netns string `yaml:"netns"`
+	On    *bool  `yaml:"on"`   // unset = toggle, starting with attach
+	Mode  string `yaml:"mode"` // native, generic or "" (kernel's choice)
+}
+
+// RPS sets rps_cpus (and rps_flow_cnt) of RX queues.
+type RPS struct {
+	Dev     string   `yaml:"dev"`
+	Netns   string   `yaml:"netns"`
+	Queues  []int    `yaml:"queues"`   // default: queue 0
+	CPUs    []string `yaml:"cpus"`     // hex masks, cycled per repetition ("0" = off)
+	FlowCnt *int     `yaml:"flow_cnt"` // rps_flow_cnt, for RFS
+}
+
+// XPS sets xps_cpus of TX queues.
+type XPS struct {
+	Dev    string   `yaml:"dev"`
+	Netns  string   `yaml:"netns"`
+	Queues []int    `yaml:"queues"`
+	CPUs   []string `yaml:"cpus"`
+}
+
+// Sysctl sets /proc/sys values (dots or slashes), cycling through Values.
+type Sysctl struct {
+	Name   string   `yaml:"name"`
+	Netns  string   `yaml:"netns"`
+	Value  string   `yaml:"value"`
+	Values []string `yaml:"values"`
+}
+
+// IRQ pins every IRQ whose name (last column of /proc/interrupts) matches.
+type IRQ struct {
+	Match string `yaml:"match"` // regexp, e.g. virtio.-input.0
+	CPUs  string `yaml:"cpus"`  // smp_affinity_list: "1", "0-1"
+}
+
+// Exec runs a program from the guest image in a namespace; a non-zero exit fails the step.
+type Exec struct {
+	Netns string   `yaml:"netns"`
+	Argv  []string `yaml:"argv"`
+}
+
 // Assert is one outcome check; exactly one kind is set.
 type Assert struct {
 	Name    string   `yaml:"name"`
@@ -161,7 +232,10 @@ type Assert struct {
 	Threads *Threads `yaml:"threads-while"`
 	NoStall *NoStall `yaml:"no-stall"`
 	Grows   *Grows   `yaml:"grows"`
-	Line    int      `yaml:"-"`
+	Delta   *Bound   `yaml:"delta"`
+	Rate    *Bound   `yaml:"rate"`
+	Ratio   *Ratio   `yaml:"ratio"`
+	Pos     Pos      `yaml:"-"`
 }
 
 // NoSplat fails on any kernel splat not in Allow.
@@ -197,4 +271,20 @@ type NoStall struct {
 type Grows struct {
 	Metric string  `yaml:"metric"` // e.g. softirqs.NET_RX, softirqs.NET_RX.cpu1
 	Min    float64 `yaml:"min"`
+}
+
+// Bound checks a metric's change over the timeline (delta) or its change per
+// second (rate) against Min and/or Max.
+type Bound struct {
+	Metric string   `yaml:"metric"`
+	Min    *float64 `yaml:"min"`
+	Max    *float64 `yaml:"max"`
+}
+
+// Ratio checks delta(Num)/delta(Den) against Min and/or Max.
+type Ratio struct {
+	Num string   `yaml:"num"`
+	Den string   `yaml:"den"`
+	Min *float64 `yaml:"min"`
+	Max *float64 `yaml:"max"`
 }

@@ -1,6 +1,8 @@
 package scenarios
 
 import (
+	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,27 +54,30 @@ timeline:
   - start: l
 `
 
-func TestErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name, yaml, want string
-	}{
-		{"unknown key", base + "  - sleep: 1s\n    evry: 1s\n", `x.yaml:9: unknown field "evry" in timeline (did you mean "every"?)`},
-		{"unknown top key", "nmae: x\n" + base, `x.yaml:1: unknown field "nmae" (did you mean "name"?)`},
-		{"bad duration", base + "  - sleep: 10 s\n", `x.yaml:8: bad duration "10 s"`},
-		{"wrong type", base + "machine: {cpus: two}\n", "x.yaml:8: cannot unmarshal !!str `two` into int"},
-		{"undefined load", base + "  - stop: nope\n", `x.yaml:8: no load "nope" under loads:`},
-		{"two actions", base + "  - {sleep: 1s, stop: l}\n", "x.yaml:8: a step needs exactly one action"},
-		{"unknown metric", base + "asserts:\n  - grows: {metric: softirqs.NET_RXX}\n", `x.yaml:9: unknown softirq "NET_RXX"`},
-		{"undeclared netns", base + "  - write: {path: /x, value: '1', netns: ghost}\n", `x.yaml:8: netns "ghost" is not declared`},
-		{"undefined param", base + "  - sleep: ${nap}\n", "x.yaml:8: undefined parameter ${nap}"},
-		{"every without for", base + "  - {write: {path: /x, value: '1'}, every: 1s}\n", "x.yaml:8: every needs for: or count:"},
-		{"too many cpus", base + "machine: {cpus: 64}\n", "machine.cpus 64: want 1-8"},
-		{"broken yaml", base + "  - sleep: [\n", "x.yaml:8: did not find"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse("x.yaml", []byte(tc.yaml), nil)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error = %v\nwant it to contain %q", err, tc.want)
+var update = flag.Bool("update", false, "rewrite the .golden files of testdata/broken")
+
+// TestGoldenErrors parses every file of testdata/broken and compares the
+// whole error text with NAME.golden.
+func TestGoldenErrors(t *testing.T) {
+	files, _ := filepath.Glob("testdata/broken/*.yaml")
+	if len(files) < 10 {
+		t.Fatalf("only %d broken files", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			_, err := Open(f, nil)
+			if err == nil {
+				t.Fatal("parsed without error")
+			}
+			got := err.Error() + "\n"
+			golden := strings.TrimSuffix(f, ".yaml") + ".golden"
+			if *update {
+				os.WriteFile(golden, []byte(got), 0o644)
+				return
+			}
+			want, _ := os.ReadFile(golden)
+			if got != string(want) {
+				t.Errorf("errors differ from %s:\n--- got\n%s--- want\n%s", golden, got, want)
 			}
 		})
 	}
@@ -99,4 +104,38 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		Parse("fuzz.yaml", b, nil)
 	})
+}
+
+func TestSchema(t *testing.T) {
+	b, err := Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Defs map[string]struct {
+			Properties map[string]any `json:"properties"`
+			Additional *bool          `json:"additionalProperties"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	step, ok := doc.Defs["Step"]
+	if !ok {
+		t.Fatalf("no Step definition in %s", b)
+	}
+	for _, k := range []string{"write", "every", "jitter", "parallel", "xdp", "wait"} {
+		if _, ok := step.Properties[k]; !ok {
+			t.Errorf("Step lacks %q", k)
+		}
+	}
+	if _, ok := step.Properties["Pos"]; ok {
+		t.Error("internal Pos leaked into the schema")
+	}
+	if step.Additional == nil || *step.Additional {
+		t.Error("unknown step keys are not rejected by the schema")
+	}
+	if _, ok := doc.Defs["Veth"].Properties["peer"]; !ok || doc.Defs["Veth"].Properties["name"] == nil {
+		t.Errorf("Veth does not inline its first end: %v", doc.Defs["Veth"].Properties)
+	}
 }

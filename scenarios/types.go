@@ -17,10 +17,10 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	v, err := time.ParseDuration(n.Value)
 	if err != nil || n.Kind != yaml.ScalarNode {
-		return &posError{n.Line, fmt.Sprintf("bad duration %q: want a number with a unit, like 100ms or 10s", n.Value)}
+		return typeError(n, "bad duration %q: want a number with a unit, like 100ms or 10s", n.Value)
 	}
 	if v < 0 {
-		return &posError{n.Line, fmt.Sprintf("negative duration %q", n.Value)}
+		return typeError(n, "negative duration %q", n.Value)
 	}
 	*d = Duration(v)
 	return nil
@@ -50,7 +50,7 @@ func (l *StringList) UnmarshalYAML(n *yaml.Node) error {
 func (e *Endpoint) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
 		if n.Value != "host" {
-			return &posError{n.Line, fmt.Sprintf("endpoint %q: want \"host\" or a mapping like {netns: peer}", n.Value)}
+			return typeError(n, "endpoint %q: want \"host\" or a mapping like {netns: peer}", n.Value)
 		}
 		*e = Endpoint{Host: true}
 		return nil
@@ -64,49 +64,47 @@ func (e *Endpoint) UnmarshalYAML(n *yaml.Node) error {
 // UnmarshalYAML records the line.
 func (s *Step) UnmarshalYAML(n *yaml.Node) error {
 	type raw Step
-	s.Line = n.Line
+	s.Pos = Pos{Line: n.Line, Col: n.Column}
 	return n.Decode((*raw)(s))
 }
 
 // UnmarshalYAML records the line.
 func (a *Assert) UnmarshalYAML(n *yaml.Node) error {
 	type raw Assert
-	a.Line = n.Line
+	a.Pos = Pos{Line: n.Line, Col: n.Column}
 	return n.Decode((*raw)(a))
 }
 
 // UnmarshalYAML records the line.
 func (x *NIC) UnmarshalYAML(n *yaml.Node) error {
 	type raw NIC
-	x.Line = n.Line
+	x.Pos = Pos{Line: n.Line, Col: n.Column}
 	return n.Decode((*raw)(x))
 }
 
 // UnmarshalYAML records the line.
 func (v *Veth) UnmarshalYAML(n *yaml.Node) error {
 	type raw Veth
-	v.Line = n.Line
+	v.Pos = Pos{Line: n.Line, Col: n.Column}
 	return n.Decode((*raw)(v))
 }
 
 // UnmarshalYAML records the line.
 func (l *Load) UnmarshalYAML(n *yaml.Node) error {
 	type raw Load
-	l.Line = n.Line
+	l.Pos = Pos{Line: n.Line, Col: n.Column}
 	return n.Decode((*raw)(l))
 }
 
 // UnmarshalYAML records the line.
 func (s *Sampler) UnmarshalYAML(n *yaml.Node) error {
 	type raw Sampler
-	s.Line = n.Line
+	s.Pos = Pos{Line: n.Line, Col: n.Column}
 	return n.Decode((*raw)(s))
 }
 
-// posError is an error at a line of the scenario file.
-type posError struct {
-	line int
-	msg  string
+// typeError reports a bad value so that decoding goes on and every problem
+// is reported in one pass (yaml.v3 keeps going after *yaml.TypeError).
+func typeError(n *yaml.Node, format string, args ...any) error {
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: ", n.Line) + fmt.Sprintf(format, args...)}}
 }
-
-func (e *posError) Error() string { return fmt.Sprintf("line %d: %s", e.line, e.msg) }

@@ -19,6 +19,7 @@ type agent struct {
 	ns    *namespaces
 	mu    sync.Mutex
 	loads map[string]*load
+	xdps  xdpState
 }
 
 func newAgent() *agent {
@@ -103,6 +104,24 @@ func (a *agent) dispatch(m *wire.Message) (any, error) {
 		return nil, os.WriteFile("/proc/sysrq-trigger", []byte(s.Key), 0)
 	case wire.OpStacks:
 		return stacks(), nil
+	case wire.OpXDP:
+		x, err := decode[wire.XDP](m)
+		if err != nil {
+			return nil, err
+		}
+		return nil, a.xdp(x)
+	case wire.OpExec:
+		x, err := decode[wire.Exec](m)
+		if err != nil {
+			return nil, err
+		}
+		return a.exec(x)
+	case wire.OpIRQ:
+		x, err := decode[wire.IRQAffinity](m)
+		if err != nil {
+			return nil, err
+		}
+		return pinIRQs(x)
 	case wire.OpPoweroff:
 		a.stopAll()
 		return nil, nil

@@ -77,6 +77,11 @@ func (a *agent) startLoad(s wire.Load) error {
 				c, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(s.Addr), Port: s.Port})
 				if err == nil {
 					c.SetReadBuffer(4 << 20)
+					if s.BusyPoll > 0 {
+						if err = setBusyPoll(c, s.BusyPoll); err != nil {
+							c.Close()
+						}
+					}
 				}
 			case wire.LoadUDPSend:
 				c, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.ParseIP(s.Addr), Port: s.Port})
@@ -120,6 +125,26 @@ func (a *agent) startLoad(s wire.Load) error {
 		}
 	}()
 	a.loads[s.Name] = l
+	return nil
+}
+
+// setBusyPoll sets SO_BUSY_POLL (microseconds) on c. Go's sockets are
+// non-blocking, so each read busy-polls the NAPI once before it parks in
+// epoll; epoll itself busy-polls only with net.core.busy_poll set.
+func setBusyPoll(c *net.UDPConn, us int) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_BUSY_POLL, us)
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("set SO_BUSY_POLL %d: %w", us, serr)
+	}
 	return nil
 }
 

@@ -3,11 +3,18 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"napilab/images/wire"
 )
+
+// prefixTasks is "tasks:<comm prefix>" -> "pid comm utime stime processor"
+// lines, one per task (threads and kernel threads included), sorted by pid.
+// Comm may hold spaces: read the last three fields from the right.
+const prefixTasks = "tasks:"
 
 var sourceFiles = map[string]string{
 	wire.SourceSoftirqs:   "/proc/softirqs",
@@ -46,6 +53,8 @@ func (a *agent) read(src string) (string, error) {
 	switch {
 	case strings.HasPrefix(src, wire.PrefixThreads):
 		return threads(strings.TrimPrefix(src, wire.PrefixThreads)), nil
+	case strings.HasPrefix(src, prefixTasks):
+		return tasks(strings.TrimPrefix(src, prefixTasks)), nil
 	case strings.HasPrefix(src, wire.PrefixFile):
 		b, err := os.ReadFile(strings.TrimPrefix(src, wire.PrefixFile))
 		return string(b), err
@@ -74,5 +83,69 @@ func threads(prefix string) string {
 		}
 	}
 	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// taskStat is what tasks reads from /proc/PID/task/TID/stat.
+type taskStat struct {
+	Comm         string
+	Utime, Stime uint64 // clock ticks
+	CPU          int    // processor it last ran on
+}
+
+// parseStat parses a /proc/PID/stat line. Fields are counted after the
+// last ')' since comm may hold spaces and parentheses.
+func parseStat(s string) (taskStat, error) {
+	open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || close < open {
+		return taskStat{}, fmt.Errorf("bad stat line %q", s)
+	}
+	// f[0] is field 3 (state).
+	f := strings.Fields(s[close+1:])
+	if len(f) < 39-2 {
+		return taskStat{}, fmt.Errorf("short stat line %q", s)
+	}
+	st := taskStat{Comm: s[open+1 : close]}
+	var err1, err2, err3 error
+	st.Utime, err1 = strconv.ParseUint(f[14-3], 10, 64)
+	st.Stime, err2 = strconv.ParseUint(f[15-3], 10, 64)
+	st.CPU, err3 = strconv.Atoi(f[39-3])
+	for _, err := range []error{err1, err2, err3} {
+		if err != nil {
+			return taskStat{}, fmt.Errorf("bad stat line %q: %w", s, err)
+		}
+	}
+	return st, nil
+}
+
+// tasks lists "pid comm utime stime processor" for every task whose comm
+// starts with prefix, sorted by pid.
+func tasks(prefix string) string {
+	type row struct {
+		pid  int
+		line string
+	}
+	var rows []row
+	dirs, _ := filepath.Glob("/proc/[0-9]*/task/[0-9]*")
+	for _, dir := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(dir))
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(dir + "/stat")
+		if err != nil {
+			continue // exited
+		}
+		st, err := parseStat(string(b))
+		if err != nil || !strings.HasPrefix(st.Comm, prefix) {
+			continue
+		}
+		rows = append(rows, row{pid, fmt.Sprintf("%d %s %d %d %d", pid, st.Comm, st.Utime, st.Stime, st.CPU)})
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].pid < rows[j].pid })
+	lines := make([]string, len(rows))
+	for i, r := range rows {
+		lines[i] = r.line
+	}
 	return strings.Join(lines, "\n")
 }

@@ -87,6 +87,8 @@ type Load struct {
 	Size  int    `json:"size,omitempty"`  // send: payload bytes
 	Rate  int    `json:"rate,omitempty"`  // send: packets per second, 0 = as fast as possible
 	CPU   int    `json:"cpu"`             // pin to this CPU, -1 = not pinned
+	// BusyPoll sets SO_BUSY_POLL (microseconds) on a sink's socket, 0 = off.
+	BusyPoll int `json:"busy_poll,omitempty"`
 }
 
 // LoadName names a running load.
@@ -118,6 +120,9 @@ const (
 	PrefixNsFile     = "nsfile:"      // nsfile:<netns>:<path> -> contents
 )
 
+// A source name may end in "#N" to read the same source again in one
+// snapshot under another key (file:/x and file:/x#2).
+
 // SampleArgs lists the sources to read in one snapshot.
 type SampleArgs struct {
 	Sources []string `json:"sources"`
@@ -142,4 +147,30 @@ type TaskStack struct {
 	State string `json:"state"`
 	Wchan string `json:"wchan"`
 	Stack string `json:"stack"`
+}
+
+// XDP attaches (or detaches) a trivial XDP_PASS program.
+type XDP struct {
+	Dev    string `json:"dev"`
+	Netns  string `json:"netns,omitempty"`
+	Attach bool   `json:"attach"`
+	Mode   string `json:"mode,omitempty"` // "" (kernel's choice), native, generic
+}
+
+// Exec runs a program in a namespace and waits for it.
+type Exec struct {
+	Netns string   `json:"netns,omitempty"`
+	Argv  []string `json:"argv"`
+}
+
+// ExecResult is what a program did.
+type ExecResult struct {
+	ExitCode int    `json:"exit_code"`
+	Output   string `json:"output"` // combined stdout and stderr, truncated to 64 KiB
+}
+
+// IRQAffinity pins every IRQ whose /proc/interrupts name matches the regexp Match.
+type IRQAffinity struct {
+	Match string `json:"match"`
+	CPUs  string `json:"cpus"` // smp_affinity_list syntax: "0", "1-3", "0,2"
 }

@@ -32,6 +32,9 @@ const (
 	OpSysrq    = "sysrq"    // Sysrq -> nothing
 	OpStacks   = "stacks"   // nothing -> []TaskStack
 	OpPoweroff = "poweroff" // nothing -> nothing (the guest powers off after answering)
+	OpXDP      = "xdp"      // XDP -> nothing
+	OpExec     = "exec"     // Exec -> ExecResult
+	OpIRQ      = "irq"      // IRQAffinity -> []int (the IRQ numbers changed)
 )
 
 // Events sent by the agent on its own.

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"napilab/images/wire"
+)
+
+const (
+	// execOutputMax bounds ExecResult.Output.
+	execOutputMax = 64 << 10
+	// execWaitDelay is how long output may stay open after the program exits
+	// (a background child holding the pipe).
+	execWaitDelay = 2 * time.Second
+)
+
+// execTimeout bounds a program: wire.Exec has no deadline of its own. Its
+// process group is killed then.
+var execTimeout = 10 * time.Minute
+
+// defaultPath is searched when PATH is unset, as it is for PID 1.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// exec runs x.Argv inside x.Netns and waits for it. A non-zero exit is a
+// result, not an error.
+func (a *agent) exec(x wire.Exec) (*wire.ExecResult, error) {
+	if len(x.Argv) == 0 {
+		return nil, fmt.Errorf("exec: empty argv")
+	}
+	path, err := lookPath(x.Argv[0], searchPath())
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), execTimeout)
+	defer cancel()
+	out := &cappedBuffer{max: execOutputMax}
+	cmd := exec.CommandContext(ctx, path, x.Argv[1:]...)
+	cmd.Args[0] = x.Argv[0]
+	cmd.Env = execEnv(os.Environ())
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return unix.Kill(-cmd.Process.Pid, unix.SIGKILL) }
+	cmd.WaitDelay = execWaitDelay
+	// The child is forked from the locked thread and so starts in its netns.
+	if err := a.ns.in(x.Netns, cmd.Start); err != nil {
+		if cmd.Process == nil {
+			return nil, fmt.Errorf("exec %s: %w", x.Argv[0], err)
+		}
+		cancel() // started, but the thread could not leave the netns
+		cmd.Wait()
+		return nil, fmt.Errorf("exec %s: %w", x.Argv[0], err)
+	}
+	werr := cmd.Wait()
+	res := &wire.ExecResult{ExitCode: -1, Output: out.String()}
+	if cmd.ProcessState != nil {
+		res.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
+		return res, fmt.Errorf("exec %s: killed after %v", x.Argv[0], execTimeout)
+	case werr == nil, errors.As(werr, &exitErr), errors.Is(werr, exec.ErrWaitDelay):
+		return res, nil
+	}
+	return res, fmt.Errorf("exec %s: %w", x.Argv[0], werr)
+}
+
+// searchPath is PATH, or defaultPath when it is unset.
+func searchPath() string {
+	if p := os.Getenv("PATH"); p != "" {
+		return p
+	}
+	return defaultPath
+}
+
+// execEnv is env with PATH set.
+func execEnv(env []string) []string {
+	for _, e := range env {
+		if strings.HasPrefix(e, "PATH=") {
+			return env
+		}
+	}
+	return append(env[:len(env):len(env)], "PATH="+defaultPath)
+}
+
+// lookPath finds an executable name in the colon-separated dirs; a name
+// with a slash is taken as is.
+func lookPath(name, dirs string) (string, error) {
+	cands := []string{name}
+	if !strings.Contains(name, "/") {
+		cands = nil
+		for _, d := range filepath.SplitList(dirs) {
+			if d != "" {
+				cands = append(cands, filepath.Join(d, name))
+			}
+		}
+	}
+	for _, c := range cands {
+		if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("no such program %q in the guest image (the stock image only has /init, the agent)", name)
+}
+
+// cappedBuffer keeps the first max bytes written and drops the rest, never
+// failing a write so the child is not blocked or killed by SIGPIPE.
+type cappedBuffer struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if room := c.max - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (c *cappedBuffer) String() string { return c.buf.String() }

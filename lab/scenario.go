@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/go-multierror"
+	"github.com/spf13/cobra"
+
+	"napilab/scenarios"
+)
+
+func newScenarioCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "scenario", Short: "Check, explain and describe scenario files"}
+	var params []string
+	lint := &cobra.Command{
+		Use:   "lint FILE...",
+		Short: "Report every problem in scenario files as file:line:col; exit 2 on any",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := parseParams(params)
+			if err != nil {
+				return err
+			}
+			return lintFiles(cmd.OutOrStdout(), args, p)
+		},
+	}
+	lint.Flags().StringArrayVarP(&params, "param", "p", nil, "parameter name=value")
+	explain := &cobra.Command{
+		Use:   "explain FILE",
+		Short: "Print the resolved scenario as a plan: topology, loads, timeline, assertions",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := parseParams(params)
+			if err != nil {
+				return err
+			}
+			s, err := scenarios.Open(args[0], p)
+			if err != nil {
+				return err
+			}
+			s.Explain(cmd.OutOrStdout())
+			return nil
+		},
+	}
+	explain.Flags().StringArrayVarP(&params, "param", "p", nil, "parameter name=value")
+	schema := &cobra.Command{
+		Use:   "schema",
+		Short: "Print the JSON Schema of scenario files (for editors)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := scenarios.Schema()
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
+			return err
+		},
+	}
+	metrics := &cobra.Command{
+		Use:   "metrics",
+		Short: "List the metric names assertions can use",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			listMetrics(cmd.OutOrStdout())
+		},
+	}
+	cmd.AddCommand(lint, explain, schema, metrics)
+	return cmd
+}
+
+func lintFiles(w io.Writer, files []string, params map[string]string) error {
+	var errs *multierror.Error
+	for _, f := range files {
+		if _, err := scenarios.Open(f, params); err != nil {
+			fmt.Fprintln(w, err)
+			errs = multierror.Append(errs, err)
+			continue
+		}
+		fmt.Fprintf(w, "%s: ok\n", f)
+	}
+	if errs != nil {
+		return &exitCodeError{code: exitError, err: fmt.Errorf("%d of %d files have problems", len(errs.Errors), len(files))}
+	}
+	return nil
+}
+
+func listMetrics(w io.Writer) {
+	fmt.Fprintln(w, "metric names: <family>.<field>[.cpuN]; without .cpuN per-CPU fields are summed")
+	for _, f := range scenarios.MetricFamilies {
+		fields := "any row name"
+		if f.Fields != nil {
+			fields = fmt.Sprint(f.Fields)
+		}
+		fmt.Fprintf(w, "\n%s  (%s, %s)\n  %s\n  fields: %s\n", f.Name, f.File, f.Unit, f.Doc, fields)
+	}
+}

@@ -1,0 +1,130 @@
+package results
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseMetric(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want MetricRef
+	}{
+		{"softirqs.NET_RX", MetricRef{Source: "softirqs", Field: "NET_RX", CPU: -1}},
+		{"softirqs.NET_RX.cpu1", MetricRef{Source: "softirqs", Field: "NET_RX", CPU: 1}},
+		{"softnet.received_rps.cpu0", MetricRef{Source: "softnet_stat", Field: "received_rps", CPU: 0}},
+		{"softnet.process_qlen", MetricRef{Source: "softnet_stat", Field: "process_qlen", CPU: -1}},
+		{"interrupts.CAL.cpu1", MetricRef{Source: "interrupts", Field: "CAL", CPU: 1}},
+		{"interrupts.virtio2-input.0", MetricRef{Source: "interrupts", Field: "virtio2-input.0", CPU: -1}},
+		{"interrupts.virtio2-input.1.cpu1", MetricRef{Source: "interrupts", Field: "virtio2-input.1", CPU: 1}},
+		{"snmp.Udp.RcvbufErrors", MetricRef{Source: "snmp", Field: "Udp.RcvbufErrors", CPU: -1}},
+		{"ksoftirqd.cpu_seconds", MetricRef{Source: "tasks:ksoftirqd/", Field: "total", CPU: -1}},
+		{"ksoftirqd.cpu_seconds.cpu1", MetricRef{Source: "tasks:ksoftirqd/", Field: "ksoftirqd/1", CPU: 1}},
+		{"napi.cpu_seconds", MetricRef{Source: "tasks:napi/", Field: "total", CPU: -1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := ParseMetric(tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.want.Name = tc.name
+			if m != tc.want {
+				t.Errorf("got %+v, want %+v", m, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseMetricRejects(t *testing.T) {
+	for _, tc := range []struct{ name, wantErr string }{
+		{"", "unknown metric source"},
+		{"softirq.NET_RX", "want one of softirqs, softnet, interrupts, snmp, ksoftirqd, napi"},
+		{"softnet_stat.dropped", "unknown metric source"},
+		{"softirqs", "unknown softirqs field \"\""},
+		{"softirqs.NET_RXX", "want one of HI, TIMER, NET_TX, NET_RX"},
+		{"softirqs.net_rx", "unknown softirqs field"},
+		{"softnet.cpu", "want one of processed, dropped"},
+		{"softnet.drops.cpu0", "unknown softnet field \"drops\""},
+		{"softnet.dropped.cpu8192", "want cpu0 to cpu8191"},
+		{"softnet.dropped.cpu99999999999999999999", "bad cpu"},
+		{"interrupts", "bad field \"\""},
+		{"interrupts.cpu1", "bad field \"\""},
+		{"interrupts.CAL x", "bad field"},
+		{"snmp.Udp", "want <Group>.<Name>"},
+		{"snmp.Udp.", "want <Group>.<Name>"},
+		{"snmp.Udp.InDatagrams.cpu0", "not per CPU"},
+		{"ksoftirqd.seconds", "want one of cpu_seconds"},
+		{"napi.cpu_seconds.cpu0", "not per CPU"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := ParseMetric(tc.name)
+			if err == nil {
+				t.Fatalf("accepted: %+v", m)
+			}
+			if !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error %q, want it to contain %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestMetricFrom reads metrics end to end: name -> source -> fixture -> value.
+func TestMetricFrom(t *testing.T) {
+	files := map[string]string{"softirqs": "softirqs-6.1", "softnet_stat": "softnet_stat-6.1",
+		"interrupts": "interrupts-6.1", "snmp": "snmp-6.1",
+		"tasks:ksoftirqd/": "tasks-ksoftirqd", "tasks:napi/": "tasks-napi"}
+	for _, tc := range []struct {
+		name string
+		want float64
+		ok   bool
+	}{
+		{"softirqs.NET_RX", 109292 + 133108, true},
+		{"softirqs.NET_RX.cpu0", 109292, true},
+		{"softnet.processed.cpu0", 0xc9a, true},
+		{"softnet.received_rps.cpu1", 571, true},
+		{"softnet.received_rps", 571, true},
+		{"softnet.input_qlen", 0, false}, // 6.1 has no such column
+		{"softnet.dropped.cpu2", 0, false},
+		{"interrupts.CAL", 1387 + 1836, true},
+		{"interrupts.virtio2-input.1.cpu1", 788, true},
+		{"interrupts.virtio9-input.0", 0, false},
+		{"snmp.Udp.InDatagrams", 13512, true},
+		{"snmp.Tcp.MaxConn", -1, true},
+		{"ksoftirqd.cpu_seconds", 2.31, true},
+		{"ksoftirqd.cpu_seconds.cpu1", 1.87, true},
+		{"ksoftirqd.cpu_seconds.cpu5", 0, false},
+		{"napi.cpu_seconds", 6.48, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := ParseMetric(tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := ParseSource(m.Source, readFixture(t, files[m.Source]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := m.From(s); got != tc.want || ok != tc.ok {
+				t.Errorf("From = %v, %v; want %v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+// TestKnownMetrics checks every documented pattern parses once filled in.
+func TestKnownMetrics(t *testing.T) {
+	fill := strings.NewReplacer("<NAME>", "NET_RX", "<ROW>", "CAL", "<Group>", "Udp", "<Name>", "InDatagrams")
+	for _, d := range KnownMetrics {
+		base, _ := strings.CutSuffix(fill.Replace(d.Pattern), "[.cpuN]")
+		if d.File == "" || d.Unit == "" || d.Meaning == "" {
+			t.Errorf("%s: undocumented: %+v", d.Pattern, d)
+		}
+		if _, err := ParseMetric(base); err != nil {
+			t.Errorf("%s: %v", d.Pattern, err)
+		}
+		_, err := ParseMetric(base + ".cpu1")
+		if hasCPU := strings.HasSuffix(d.Pattern, "[.cpuN]"); (err == nil) != d.PerCPU || hasCPU != d.PerCPU {
+			t.Errorf("%s: PerCPU %v, but .cpu1 gives %v", d.Pattern, d.PerCPU, err)
+		}
+	}
+}

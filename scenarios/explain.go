@@ -1,0 +1,261 @@
+package scenarios
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Explain writes the resolved scenario as a plan a reviewer can read:
+// machine, topology, loads, the timeline with estimated start times, and
+// what each assertion demands.
+func (s *Scenario) Explain(w io.Writer) {
+	fmt.Fprintf(w, "%s (%s)\n", s.Name, s.Path)
+	if d := strings.TrimSpace(s.Description); d != "" {
+		fmt.Fprintf(w, "  %s\n", strings.ReplaceAll(d, "\n", "\n  "))
+	}
+	if len(s.Includes) > 0 {
+		fmt.Fprintf(w, "includes: %s\n", strings.Join(s.Includes, ", "))
+	}
+	fmt.Fprintf(w, "\nmachine: %d vCPUs, %d MiB", s.Machine.CPUs, s.Machine.MemoryMB)
+	if len(s.Machine.Cmdline) > 0 {
+		fmt.Fprintf(w, ", cmdline %q", strings.Join(s.Machine.Cmdline, " "))
+	}
+	for _, k := range sortedKeys(s.Machine.Sysctls) {
+		fmt.Fprintf(w, ", %s=%s", k, s.Machine.Sysctls[k])
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "topology:")
+	for _, n := range s.Topology.NICs {
+		fmt.Fprintf(w, "  nic %s: virtio-net, %d queue pairs, %s, host side %s, mac %s%s\n", n.Name, n.Queues,
+			or(n.Address, "no address"), or(n.Host, "none"), n.MAC, gro(n.GRO))
+	}
+	for _, n := range s.Topology.Netns {
+		fmt.Fprintf(w, "  netns %s\n", n)
+	}
+	for _, v := range s.Topology.Veths {
+		fmt.Fprintf(w, "  veth %s <-> %s\n", end(v.End), end(v.Peer))
+	}
+	if len(s.Loads) > 0 {
+		fmt.Fprintln(w, "loads:")
+	}
+	for _, name := range sortedKeys(s.Loads) {
+		l := s.Loads[name]
+		from := "netns " + or(l.From.Netns, "root")
+		if l.From.Host {
+			from = "the host through " + l.To.NIC + "'s tap"
+		}
+		rate := "flood"
+		if l.Rate > 0 {
+			rate = fmt.Sprintf("%d pkt/s", l.Rate)
+		}
+		fmt.Fprintf(w, "  %s: %s from %s to %s:%d (sink in netns %s), %d flows, %d-byte payloads, %s%s\n", name, l.Kind, from,
+			l.SinkAddr, l.To.Port, or(l.SinkNetns, "root"), l.Flows, l.Size, rate, pin(l))
+	}
+	fmt.Fprintf(w, "timeline (each action must finish within %v unless it says otherwise):\n", s.Defaults.Deadline.D())
+	end := explainSteps(w, s.Timeline, 0, "  ")
+	fmt.Fprintf(w, "  ~%v in all\n", end.Round(100*time.Millisecond))
+	fmt.Fprintln(w, "asserts:")
+	fmt.Fprintln(w, "  - no kernel splat on the console (always)")
+	for _, a := range s.Asserts {
+		fmt.Fprintf(w, "  - %s\n", explainAssert(a))
+	}
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func gro(g *bool) string {
+	if g == nil {
+		return ""
+	}
+	if *g {
+		return ", GRO on"
+	}
+	return ", GRO off"
+}
+
+func end(e End) string {
+	return fmt.Sprintf("%s (netns %s, %s%s)", e.Name, or(e.Netns, "root"), or(e.Address, "no address"), gro(e.GRO))
+}
+
+func pin(l *Load) string {
+	var parts []string
+	if l.CPU != nil {
+		parts = append(parts, fmt.Sprintf("sender on cpu %d", *l.CPU))
+	}
+	if l.SinkCPU != nil {
+		parts = append(parts, fmt.Sprintf("sink on cpu %d", *l.SinkCPU))
+	}
+	if l.BusyPoll > 0 {
+		parts = append(parts, fmt.Sprintf("sink busy-polls %dus", l.BusyPoll))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(parts, ", ")
+}
+
+// explainSteps prints steps from time at and returns when they end.
+func explainSteps(w io.Writer, steps []*Step, at time.Duration, indent string) time.Duration {
+	for _, st := range steps {
+		at += explainStep(w, st, at, indent)
+	}
+	return at
+}
+
+func explainStep(w io.Writer, st *Step, at time.Duration, indent string) time.Duration {
+	label := ""
+	if st.Name != "" {
+		label = st.Name + ": "
+	}
+	if len(st.Parallel) > 0 {
+		fmt.Fprintf(w, "%st=%-7s %sin parallel (line %d):\n", indent, secs(at), label, st.Pos.Line)
+		var longest time.Duration
+		for _, ch := range st.Parallel {
+			longest = max(longest, explainStep(w, ch, at, indent+"  | "))
+		}
+		return longest
+	}
+	d, what := describe(st)
+	loop := ""
+	switch {
+	case st.Every > 0 && st.For > 0:
+		d = st.For.D()
+		loop = fmt.Sprintf(" every %v for %v (~%d times)", st.Every.D(), st.For.D(), int(st.For.D()/st.Every.D())+1)
+	case st.Every > 0 && st.Count > 0:
+		d = time.Duration(st.Count-1) * st.Every.D()
+		loop = fmt.Sprintf(" every %v, %d times", st.Every.D(), st.Count)
+	}
+	if st.Jitter > 0 {
+		loop += fmt.Sprintf(" (+0..%v jitter)", st.Jitter.D())
+	}
+	if st.Deadline > 0 {
+		loop += fmt.Sprintf(" [deadline %v]", st.Deadline.D())
+	}
+	fmt.Fprintf(w, "%st=%-7s %s%s%s (line %d)\n", indent, secs(at), label, what, loop, st.Pos.Line)
+	return d
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }
+
+// describe says what a step does and how long one run of it takes.
+func describe(st *Step) (time.Duration, string) {
+	ns := func(n string) string {
+		if n == "" {
+			return ""
+		}
+		return " in netns " + n
+	}
+	switch {
+	case st.Write != nil:
+		return 0, fmt.Sprintf("write %s > %s%s", values(st.Write.Value, st.Write.Values), st.Write.Path, ns(st.Write.Netns))
+	case st.Sysctl != nil:
+		return 0, fmt.Sprintf("sysctl %s = %s%s", st.Sysctl.Name, values(st.Sysctl.Value, st.Sysctl.Values), ns(st.Sysctl.Netns))
+	case st.Link != nil:
+		return 0, fmt.Sprintf("link %s %s%s", st.Link.Dev, st.Link.State, ns(st.Link.Netns))
+	case st.GRO != nil:
+		s := "toggle"
+		if st.GRO.On != nil {
+			s = map[bool]string{true: "on", false: "off"}[*st.GRO.On]
+		}
+		return 0, fmt.Sprintf("GRO %s on %s%s", s, st.GRO.Dev, ns(st.GRO.Netns))
+	case st.Channels != nil:
+		return 0, fmt.Sprintf("ethtool -L %s combined %v%s", st.Channels.Dev, st.Channels.Values, ns(st.Channels.Netns))
+	case st.XDP != nil:
+		s := "attach/detach"
+		if st.XDP.On != nil {
+			s = map[bool]string{true: "attach", false: "detach"}[*st.XDP.On]
+		}
+		return 0, fmt.Sprintf("XDP_PASS %s on %s%s %s", s, st.XDP.Dev, ns(st.XDP.Netns), st.XDP.Mode)
+	case st.RPS != nil:
+		return 0, fmt.Sprintf("rps_cpus of %s rx queues %v = %s", st.RPS.Dev, queuesOr(st.RPS.Queues), strings.Join(st.RPS.CPUs, ", then "))
+	case st.XPS != nil:
+		return 0, fmt.Sprintf("xps_cpus of %s tx queues %v = %s", st.XPS.Dev, queuesOr(st.XPS.Queues), strings.Join(st.XPS.CPUs, ", then "))
+	case st.IRQ != nil:
+		return 0, fmt.Sprintf("pin IRQs matching %q to cpus %s", st.IRQ.Match, st.IRQ.CPUs)
+	case st.Exec != nil:
+		return 0, fmt.Sprintf("run %q%s", strings.Join(st.Exec.Argv, " "), ns(st.Exec.Netns))
+	case len(st.Start) > 0:
+		return 0, "start " + strings.Join(st.Start, ", ")
+	case len(st.Stop) > 0:
+		return 0, "stop " + strings.Join(st.Stop, ", ")
+	case st.Sleep > 0:
+		return st.Sleep.D(), "sleep " + st.Sleep.D().String()
+	case st.Wait != nil:
+		wt := st.Wait
+		cond := fmt.Sprintf("%s = %q", wt.Path, wt.Equals)
+		if wt.Threads != "" {
+			cond = fmt.Sprintf(">= %d %s* threads", max(wt.Min, 1), wt.Threads)
+			if wt.Absent {
+				cond = fmt.Sprintf("no %s* thread", wt.Threads)
+			}
+		}
+		return 0, fmt.Sprintf("wait until %s (up to %v)", cond, or(wt.Timeout.D().String(), "the deadline"))
+	}
+	return 0, "?"
+}
+
+func values(one string, many []string) string {
+	if len(many) > 0 {
+		return strings.Join(many, ", then ")
+	}
+	return one
+}
+
+func queuesOr(q []int) []int {
+	if len(q) == 0 {
+		return []int{0}
+	}
+	return q
+}
+
+func bounds(min, max *float64) string {
+	var parts []string
+	if min != nil {
+		parts = append(parts, fmt.Sprintf(">= %g", *min))
+	}
+	if max != nil {
+		parts = append(parts, fmt.Sprintf("<= %g", *max))
+	}
+	return strings.Join(parts, " and ")
+}
+
+func explainAssert(a *Assert) string {
+	label := ""
+	if a.Name != "" {
+		label = a.Name + ": "
+	}
+	switch {
+	case a.NoSplat != nil:
+		if len(a.NoSplat.Allow) == 0 {
+			return label + "no splat at all"
+		}
+		var allow []string
+		for _, al := range a.NoSplat.Allow {
+			allow = append(allow, fmt.Sprintf("%q (%s)", al.Title, al.Reason))
+		}
+		sort.Strings(allow)
+		return label + "no splat except " + strings.Join(allow, ", ")
+	case a.Threads != nil:
+		t := a.Threads
+		return fmt.Sprintf("%s>= %d %s* threads whenever %s = %q (sampled every %v)", label, t.Min, t.Prefix, t.Path, t.Equals, t.Every.D())
+	case a.NoStall != nil:
+		return fmt.Sprintf("%s%s's sink gets >= %d packets in every %v window", label, a.NoStall.Load, a.NoStall.Min, a.NoStall.Window.D())
+	case a.Grows != nil:
+		return fmt.Sprintf("%s%s grows by >= %g over the timeline", label, a.Grows.Metric, max(a.Grows.Min, 1))
+	case a.Delta != nil:
+		return fmt.Sprintf("%schange of %s over the timeline %s", label, a.Delta.Metric, bounds(a.Delta.Min, a.Delta.Max))
+	case a.Rate != nil:
+		return fmt.Sprintf("%s%s per second %s", label, a.Rate.Metric, bounds(a.Rate.Min, a.Rate.Max))
+	case a.Ratio != nil:
+		return fmt.Sprintf("%schange of %s / change of %s %s", label, a.Ratio.Num, a.Ratio.Den, bounds(a.Ratio.Min, a.Ratio.Max))
+	}
+	return "?"
+}

@@ -1,0 +1,43 @@
+package scenarios
+
+import (
+	"encoding/json"
+
+	"github.com/invopop/jsonschema"
+)
+
+// Schema returns a JSON Schema of the scenario format, generated from the
+// same Go types the parser decodes into, for editors (yaml-language-server).
+func Schema() ([]byte, error) {
+	r := &jsonschema.Reflector{FieldNameTag: "yaml", DoNotReference: false, AllowAdditionalProperties: false,
+		RequiredFromJSONSchemaTags: true}
+	s := r.Reflect(&Scenario{})
+	s.Title = "napilab scenario"
+	s.Description = "A napilab scenario: machine, topology, loads, timeline and assertions."
+	return json.MarshalIndent(s, "", "  ")
+}
+
+// JSONSchema describes a duration.
+func (Duration) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "string", Pattern: `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`,
+		Description: "a Go duration: 100ms, 1.5s, 1m", Examples: []any{"100ms", "10s"}}
+}
+
+// JSONSchema describes one name or a list of names.
+func (StringList) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{OneOf: []*jsonschema.Schema{
+		{Type: "string"}, {Type: "array", Items: &jsonschema.Schema{Type: "string"}}}}
+}
+
+// JSONSchema describes "host" or a guest endpoint.
+func (Endpoint) JSONSchema() *jsonschema.Schema {
+	props := jsonschema.NewProperties()
+	props.Set("netns", &jsonschema.Schema{Type: "string", Description: "guest network namespace, empty = root"})
+	props.Set("address", &jsonschema.Schema{Type: "string", Description: "guest address the sink listens on"})
+	props.Set("nic", &jsonschema.Schema{Type: "string", Description: "the sink listens on this NIC's address"})
+	props.Set("port", &jsonschema.Schema{Type: "integer", Minimum: json.Number("1"), Maximum: json.Number("65535")})
+	return &jsonschema.Schema{OneOf: []*jsonschema.Schema{
+		{Type: "string", Enum: []any{"host"}, Description: "the host, through the NIC's tap"},
+		{Type: "object", Properties: props, AdditionalProperties: jsonschema.FalseSchema},
+	}}
+}
