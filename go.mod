@@ -3,7 +3,7 @@ module napilab
 go 1.26.0
 
 require (
-	github.com/cilium/ebpf v0.22.0
+	github.com/cilium/ebpf v0.16.0
 	github.com/hashicorp/go-multierror v1.1.1
 	github.com/safchain/ethtool v0.7.0
 	github.com/spf13/cobra v1.10.2
@@ -27,4 +27,5 @@ require (
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/u-root/uio v0.0.0-20240224005618-d2acac8f3701 // indirect
 	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
+	golang.org/x/exp v0.0.0-20250305212735-054e65f0b394 // indirect
 )

@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 	"github.com/spf13/cobra"
 
+	"napilab/results"
 	"napilab/scenarios"
 )
 
@@ -87,11 +88,7 @@ func lintFiles(w io.Writer, files []string, params map[string]string) error {
 
 func listMetrics(w io.Writer) {
 	fmt.Fprintln(w, "metric names: <family>.<field>[.cpuN]; without .cpuN per-CPU fields are summed")
-	for _, f := range scenarios.MetricFamilies {
-		fields := "any row name"
-		if f.Fields != nil {
-			fields = fmt.Sprint(f.Fields)
-		}
-		fmt.Fprintf(w, "\n%s  (%s, %s)\n  %s\n  fields: %s\n", f.Name, f.File, f.Unit, f.Doc, fields)
+	for _, m := range results.KnownMetrics {
+		fmt.Fprintf(w, "\n%s  (%s, %s)\n  %s\n", m.Pattern, m.File, m.Unit, m.Meaning)
 	}
 }

@@ -90,6 +90,7 @@ type Step struct {
 	Start      float64 `json:"start"` // seconds since the timeline began
 	Duration   float64 `json:"duration"`
 	Iterations int     `json:"iterations"`
+	Tolerated  int     `json:"tolerated,omitempty"` // iterations that failed with a tolerated errno
 	Error      string  `json:"error,omitempty"`
 }
 

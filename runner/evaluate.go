@@ -137,7 +137,7 @@ func windowMin(b []uint64, width int) (min uint64, at, n int) {
 }
 
 // metricValue reads a metric from one snapshot.
-func metricValue(m scenarios.Metric, s wire.Sample) (float64, error) {
+func metricValue(m results.MetricRef, s wire.Sample) (float64, error) {
 	text, ok := s.Values[m.Source]
 	if !ok {
 		return 0, fmt.Errorf("%s was not sampled: %s", m.Source, s.Errors[m.Source])
@@ -146,15 +146,7 @@ func metricValue(m scenarios.Metric, s wire.Sample) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	field, cpu := m.Field, m.CPU
-	if m.Family == "ksoftirqd" || m.Family == "napi" {
-		// Task CPU time: per thread, the CPU is in the thread's name.
-		field, cpu = "total", -1
-		if m.CPU >= 0 {
-			field = fmt.Sprintf("ksoftirqd/%d", m.CPU)
-		}
-	}
-	v, ok := series.Value(field, cpu)
+	v, ok := m.From(series)
 	if !ok {
 		return 0, fmt.Errorf("no %s in %s", m.Name, m.Source)
 	}
@@ -164,7 +156,7 @@ func metricValue(m scenarios.Metric, s wire.Sample) (float64, error) {
 // metricDelta is a metric's change between the snapshots taken before and
 // after the timeline, and the guest seconds between them.
 func (t *timeline) metricDelta(name string) (delta, seconds float64, err error) {
-	m, err := scenarios.ParseMetric(name)
+	m, err := results.ParseMetric(name)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -292,7 +292,7 @@ func (t *timeline) step(ctx context.Context, st *scenarios.Step) error {
 		err = t.parallel(ctx, st.Parallel)
 		rec.Iterations = 1
 	} else {
-		rec.Iterations, err = t.repeat(ctx, st, name)
+		rec.Iterations, rec.Tolerated, err = t.repeat(ctx, st, name)
 	}
 	rec.Duration = time.Since(begin).Seconds()
 	if err != nil {
@@ -338,7 +338,22 @@ func (t *timeline) parallel(ctx context.Context, steps []*scenarios.Step) error 
 }
 
 // repeat runs a step's action once, or every period for a duration/count.
-func (t *timeline) repeat(ctx context.Context, st *scenarios.Step, name string) (int, error) {
+func (t *timeline) repeat(ctx context.Context, st *scenarios.Step, name string) (n, tolerated int, err error) {
+	n, err = t.repeatUntil(ctx, st, name, &tolerated)
+	return n, tolerated, err
+}
+
+// tolerable says whether err is one of the step's tolerated errnos.
+func tolerable(st *scenarios.Step, err error) bool {
+	for _, name := range st.Tolerate {
+		if e := scenarios.Errno(name); e != 0 && strings.Contains(err.Error(), e.Error()) {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *timeline) repeatUntil(ctx context.Context, st *scenarios.Step, name string, tolerated *int) (int, error) {
 	deadline := st.Deadline.D()
 	if deadline == 0 {
 		deadline = t.s.Defaults.Deadline.D()
@@ -371,6 +386,8 @@ func (t *timeline) repeat(ctx context.Context, st *scenarios.Step, name string) 
 			return i + 1, &hangError{step: name, line: st.Pos.Line, deadline: deadline}
 		case err != nil && ctx.Err() != nil:
 			return i + 1, ctx.Err()
+		case err != nil && tolerable(st, err):
+			*tolerated++
 		case err != nil:
 			return i + 1, &stepError{step: name, line: st.Pos.Line, err: err}
 		}

@@ -136,6 +136,9 @@ type Step struct {
 	For      Duration `yaml:"for"`      // repeat until this much time passed
 	Count    int      `yaml:"count"`    // or this many times
 	Deadline Duration `yaml:"deadline"` // per action; exceeded = hang
+	// Tolerate lists errno names (EOPNOTSUPP, EBUSY, ...) the action may fail
+	// with without failing the run: races make some refusals legitimate.
+	Tolerate []string `yaml:"tolerate"`
 	Pos      Pos      `yaml:"-"`
 }
 

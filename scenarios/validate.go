@@ -14,9 +14,6 @@ const (
 	MaxQueues = 8
 )
 
-// SoftirqNames are the rows of /proc/softirqs.
-var SoftirqNames = []string{"HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"}
-
 // Sources a sampler may name; threads:<prefix>, tasks:<prefix> and file:<path> also work.
 var Sources = []string{"softirqs", "softnet_stat", "interrupts", "snmp"}
 

@@ -1,9 +1,12 @@
 package scenarios
 
 import (
+	"golang.org/x/sys/unix"
+	"napilab/results"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -52,6 +55,11 @@ func (k *checker) step(st *Step) {
 	}
 	if (st.For > 0 || st.Count > 0 || st.Jitter > 0) && st.Every == 0 {
 		c.add(p, "for:, count: and jitter: need every:")
+	}
+	for _, e := range st.Tolerate {
+		if Errno(e) == 0 {
+			c.add(p, "tolerate %q: want an errno name such as EOPNOTSUPP, EBUSY, ENETDOWN", e)
+		}
 	}
 	if st.Count < 0 {
 		c.add(p, "count %d: want a positive number", st.Count)
@@ -161,7 +169,7 @@ func (k *checker) assert(a *Assert) {
 		return
 	}
 	metric := func(name string) {
-		if _, err := ParseMetric(name); err != nil {
+		if _, err := results.ParseMetric(name); err != nil {
 			c.add(p, "%v", err)
 		}
 	}
@@ -208,4 +216,22 @@ func (k *checker) assert(a *Assert) {
 		metric(a.Ratio.Den)
 		bounds(a.Ratio.Min, a.Ratio.Max)
 	}
+}
+
+// errnoAliases are names that share a number with the one ErrnoName gives.
+var errnoAliases = map[string]syscall.Errno{
+	"EOPNOTSUPP": syscall.EOPNOTSUPP, "EWOULDBLOCK": syscall.EWOULDBLOCK, "EDEADLOCK": syscall.EDEADLK,
+}
+
+// Errno returns the errno with that name (EOPNOTSUPP), or 0.
+func Errno(name string) syscall.Errno {
+	if e, ok := errnoAliases[name]; ok {
+		return e
+	}
+	for e := syscall.Errno(1); e < 256; e++ {
+		if unix.ErrnoName(e) == name {
+			return e
+		}
+	}
+	return 0
 }

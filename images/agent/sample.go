@@ -11,11 +11,6 @@ import (
 	"napilab/images/wire"
 )
 
-// prefixTasks is "tasks:<comm prefix>" -> "pid comm utime stime processor"
-// lines, one per task (threads and kernel threads included), sorted by pid.
-// Comm may hold spaces: read the last three fields from the right.
-const prefixTasks = "tasks:"
-
 var sourceFiles = map[string]string{
 	wire.SourceSoftirqs:   "/proc/softirqs",
 	wire.SourceSoftnet:    "/proc/net/softnet_stat",
@@ -53,8 +48,8 @@ func (a *agent) read(src string) (string, error) {
 	switch {
 	case strings.HasPrefix(src, wire.PrefixThreads):
 		return threads(strings.TrimPrefix(src, wire.PrefixThreads)), nil
-	case strings.HasPrefix(src, prefixTasks):
-		return tasks(strings.TrimPrefix(src, prefixTasks)), nil
+	case strings.HasPrefix(src, wire.PrefixTasks):
+		return tasks(strings.TrimPrefix(src, wire.PrefixTasks)), nil
 	case strings.HasPrefix(src, wire.PrefixFile):
 		b, err := os.ReadFile(strings.TrimPrefix(src, wire.PrefixFile))
 		return string(b), err

@@ -116,6 +116,7 @@ const (
 	SourceInterrupts = "interrupts"   // /proc/interrupts
 	SourceSNMP       = "snmp"         // /proc/net/snmp
 	PrefixThreads    = "threads:"     // threads:<comm prefix> -> "pid comm" lines
+	PrefixTasks      = "tasks:"       // tasks:<comm prefix> -> "pid comm utime stime processor" lines (clock ticks)
 	PrefixFile       = "file:"        // file:<path> -> contents
 	PrefixNsFile     = "nsfile:"      // nsfile:<netns>:<path> -> contents
 )
