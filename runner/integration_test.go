@@ -95,7 +95,23 @@ func openFDs(t *testing.T) int {
 	return len(ents)
 }
 
-func TestShippedScenario(t *testing.T) {
+func TestShippedScenarios(t *testing.T) {
+	k, img := guest(t)
+	files, _ := filepath.Glob("../scenarios/*.yaml")
+	if len(files) < 5 {
+		t.Fatalf("%d shipped scenarios, want the five families", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			res := runScenario(t, f, k, img, nil)
+			if res.Verdict != results.Pass {
+				t.Fatalf("verdict %s: %v\n%s", res.Verdict, res.Reasons, res.ConsoleTail)
+			}
+		})
+	}
+}
+
+func TestThreadedToggleDetails(t *testing.T) {
 	k, img := guest(t)
 	res := runScenario(t, "../scenarios/threaded-toggle-under-load.yaml", k, img, nil)
 	if res.Verdict != results.Pass {
