@@ -78,6 +78,7 @@ func Parse(name string, data []byte, params map[string]string) (*Scenario, error
 		}
 	}
 	s.Includes = srcs.names()[1:]
+	s.dropEmpty(c)
 	s.resolvePositions(c.files)
 	s.setDefaults()
 	s.validate(c)

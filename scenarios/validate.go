@@ -275,3 +275,40 @@ func (k *checker) load(l *Load) {
 		k.checkNetns(p, l.From.Netns)
 	}
 }
+
+// dropEmpty removes null entries (a bare "-" or "~") from every list and
+// map, reporting each, so later passes never meet a nil.
+func (s *Scenario) dropEmpty(c *collector) {
+	top := Pos{File: s.Path, Line: 1, Col: 1}
+	s.Topology.NICs = dropNil(s.Topology.NICs, func() { c.add(top, "empty entry under topology.nics") })
+	s.Topology.Veths = dropNil(s.Topology.Veths, func() { c.add(top, "empty entry under topology.veths") })
+	s.Samplers = dropNil(s.Samplers, func() { c.add(top, "empty entry under samplers") })
+	s.Asserts = dropNil(s.Asserts, func() { c.add(top, "empty entry under asserts") })
+	for name, l := range s.Loads {
+		if l == nil {
+			c.add(top, "load %q is empty", name)
+			delete(s.Loads, name)
+		}
+	}
+	var steps func([]*Step) []*Step
+	steps = func(ss []*Step) []*Step {
+		ss = dropNil(ss, func() { c.add(top, "empty step in the timeline") })
+		for _, st := range ss {
+			st.Parallel = steps(st.Parallel)
+		}
+		return ss
+	}
+	s.Timeline = steps(s.Timeline)
+}
+
+func dropNil[T any](list []*T, report func()) []*T {
+	out := list[:0]
+	for _, x := range list {
+		if x == nil {
+			report()
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
