@@ -162,6 +162,13 @@ func printVerdict(w io.Writer, r *results.Result, dir string) {
 		}
 		fmt.Fprintf(w, "  %s %-45s %s (want %s)\n", mark, a.Name, a.Measured, a.Bound)
 	}
+	for _, l := range r.Loads {
+		fmt.Fprintf(w, "  load %-12s sent %d, received %d, longest gap %d ms", l.Name, l.Sent, l.Received, l.MaxGapMs)
+		if l.Latency != nil {
+			fmt.Fprintf(w, ", latency p50 %.0fus p99 %.0fus p99.9 %.0fus", l.Latency.P50, l.Latency.P99, l.Latency.P999)
+		}
+		fmt.Fprintln(w)
+	}
 	for _, reason := range r.Reasons {
 		if !strings.Contains(reason, "measured") {
 			fmt.Fprintf(w, "  %s\n", reason)

@@ -54,7 +54,9 @@ type Result struct {
 	Loads        []Load            `json:"loads,omitempty"`
 	Splats       []Splat           `json:"splats,omitempty"`
 	Hang         *Hang             `json:"hang,omitempty"`
-	ConsoleTail  string            `json:"console_tail,omitempty"`
+	// Devices are the guest's network devices after setup and at the end.
+	Devices     map[string][]Device `json:"devices,omitempty"`
+	ConsoleTail string              `json:"console_tail,omitempty"`
 }
 
 // Kernel identifies the kernel that ran.
@@ -101,7 +103,30 @@ type Load struct {
 	Received   uint64   `json:"received"`
 	SendErrors uint64   `json:"send_errors"`
 	MaxGapMs   int      `json:"max_gap_ms"` // longest stretch without delivery while it ran
-	PerSecond  []uint64 `json:"per_second"` // received packets per second
+	PerSecond  []uint64 `json:"per_second"` // received packets (rr: transactions) per second
+	Bytes      uint64   `json:"bytes,omitempty"`
+	Latency    *Latency `json:"latency,omitempty"` // rr loads
+}
+
+// Latency is a request/response load's latency in microseconds.
+type Latency struct {
+	Count uint64  `json:"count"`
+	P50   float64 `json:"p50_us"`
+	P90   float64 `json:"p90_us"`
+	P99   float64 `json:"p99_us"`
+	P999  float64 `json:"p999_us"`
+	Max   float64 `json:"max_us"`
+}
+
+// Device is a guest network device as the scenario saw it.
+type Device struct {
+	Name      string   `json:"name"`
+	Netns     string   `json:"netns,omitempty"`
+	OperState string   `json:"operstate"`
+	Threaded  string   `json:"threaded,omitempty"`
+	RxQueues  int      `json:"rx_queues"`
+	TxQueues  int      `json:"tx_queues"`
+	NAPI      []string `json:"napi_threads,omitempty"`
 }
 
 // Hang is a step that did not finish before its deadline.

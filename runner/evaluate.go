@@ -32,6 +32,8 @@ func (t *timeline) evaluate(a *scenarios.Assert) results.Assert {
 		return t.evalBound(a, "rate", a.Rate.Metric+" rate", a.Rate, true)
 	case a.Ratio != nil:
 		return t.evalRatio(a)
+	case a.Latency != nil:
+		return t.evalLatency(a)
 	}
 	return results.Assert{Name: assertName(a, "unknown"), Line: a.Pos.Line, Measured: "not evaluated", Bound: "a known assertion"}
 }
@@ -250,7 +252,11 @@ func (t *timeline) loadResults() []results.Load {
 	for _, name := range sortedLoadNames(t.stats) {
 		lr := t.stats[name]
 		l := results.Load{Name: name, Sent: lr.sent, SendErrors: lr.sendErrors}
+		if lr.sender != nil && lr.sender.Latency != nil {
+			l.Latency = (*results.Latency)(lr.sender.Latency)
+		}
 		if lr.sink != nil {
+			l.Bytes = lr.sink.Bytes
 			l.Received = lr.sink.Packets
 			per := 1000 / wire.BucketWidthMs
 			gap, longest := 0, 0
@@ -282,4 +288,33 @@ func sortedLoadNames(m map[string]*loadResult) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+func (t *timeline) evalLatency(a *scenarios.Assert) results.Assert {
+	lb := a.Latency
+	r := results.Assert{Name: assertName(a, lb.Load+" latency"), Kind: "latency", Line: a.Pos.Line}
+	lr, ok := t.stats[lb.Load]
+	if !ok || lr.sender == nil || lr.sender.Latency == nil || lr.sender.Latency.Count == 0 {
+		r.Measured = "no request/response completed"
+		r.Bound = "latency figures"
+		return r
+	}
+	l := lr.sender.Latency
+	var measured, bounds []string
+	r.Passed = true
+	for _, c := range []struct {
+		name string
+		want scenarios.Duration
+		got  float64
+	}{{"p50", lb.P50, l.P50}, {"p90", lb.P90, l.P90}, {"p99", lb.P99, l.P99}, {"p99.9", lb.P999, l.P999}} {
+		if c.want == 0 {
+			continue
+		}
+		measured = append(measured, fmt.Sprintf("%s %.0fus", c.name, c.got))
+		bounds = append(bounds, fmt.Sprintf("%s <= %v", c.name, c.want.D()))
+		r.Passed = r.Passed && c.got <= float64(c.want.D().Microseconds())
+	}
+	r.Measured = strings.Join(measured, ", ") + fmt.Sprintf(" over %d transactions", l.Count)
+	r.Bound = strings.Join(bounds, ", ")
+	return r
 }

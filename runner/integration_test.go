@@ -18,7 +18,7 @@ import (
 
 // guest builds (or finds in the cache) the stock kernel and the initramfs;
 // tests that need them are skipped in -short mode or without root and QEMU.
-func guest(t *testing.T) (*kernels.Artifact, *images.Image) {
+func guest(t testing.TB) (*kernels.Artifact, *images.Image) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("boots a real kernel")
@@ -47,7 +47,7 @@ func guest(t *testing.T) (*kernels.Artifact, *images.Image) {
 
 // runScenario runs a scenario file and checks that nothing it started is
 // left: no open descriptors (taps, the namespace) and no QEMU.
-func runScenario(t *testing.T, file string, k *kernels.Artifact, img *images.Image, edit func(*testConfig)) *results.Result {
+func runScenario(t testing.TB, file string, k *kernels.Artifact, img *images.Image, edit func(*testConfig)) *results.Result {
 	t.Helper()
 	s, err := scenarios.Open(file, nil)
 	if err != nil {
@@ -87,7 +87,7 @@ type testConfig struct {
 	timeout time.Duration
 }
 
-func openFDs(t *testing.T) int {
+func openFDs(t testing.TB) int {
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)

@@ -162,6 +162,7 @@ func (r *run) do(ctx context.Context) error {
 	if err := r.setup(ctx); err != nil {
 		return err
 	}
+	r.snapshotDevices(ctx, "after setup")
 	seed := r.s.Seed
 	if seed == 0 {
 		seed = time.Now().UnixNano()
@@ -178,8 +179,25 @@ func (r *run) do(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.snapshotDevices(ctx, "at end")
 	r.shutdown(accel)
 	return nil
+}
+
+// snapshotDevices records the guest's devices: state, threaded, queues, NAPI kthreads.
+func (r *run) snapshotDevices(ctx context.Context, when string) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var devs []wire.Device
+	if err := r.ctl.call(cctx, wire.OpDevices, nil, &devs); err != nil {
+		return
+	}
+	if r.res.Devices == nil {
+		r.res.Devices = map[string][]results.Device{}
+	}
+	for _, d := range devs {
+		r.res.Devices[when] = append(r.res.Devices[when], results.Device(d))
+	}
 }
 
 // boot waits for the agent's ready event, or for the guest to die.

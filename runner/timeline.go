@@ -84,6 +84,7 @@ type activeLoad struct {
 type loadResult struct {
 	sent, sendErrors uint64
 	sink             *wire.LoadStats
+	sender           *wire.LoadStats // guest senders only; an rr client's latency is here
 }
 
 func newTimeline(s *scenarios.Scenario, seed int64, ctl *control, host *hostNet, logf func(string, ...any)) *timeline {
@@ -574,13 +575,25 @@ func cpuOr(p *int) int {
 	return *p
 }
 
-// startLoad starts the sink, then the sender (in the guest or on the host).
+// loadKinds maps a scenario load kind to the agent's receiver and sender kinds.
+var loadKinds = map[string][2]string{
+	"udp": {wire.LoadUDPSink, wire.LoadUDPSend},
+	"tcp": {wire.LoadTCPSink, wire.LoadTCPSend},
+	"rr":  {wire.LoadRRServer, wire.LoadRRClient},
+}
+
+// startLoad starts the receiver, then the sender (in the guest or on the host).
 func (t *timeline) startLoad(ctx context.Context, name string) error {
 	l := t.s.Loads[name]
-	sink := wire.Load{Name: sinkName(name), Kind: wire.LoadUDPSink, Netns: l.SinkNetns, Addr: l.SinkAddr,
-		Port: l.To.Port, CPU: cpuOr(l.SinkCPU), BusyPoll: l.BusyPoll}
+	kinds := loadKinds[l.Kind]
+	proto := l.Proto
+	if l.Kind == "rr" && proto == "" {
+		proto = "udp"
+	}
+	sink := wire.Load{Name: sinkName(name), Kind: kinds[0], Netns: l.SinkNetns, Addr: l.SinkAddr,
+		Port: l.To.Port, Size: l.Size, CPU: cpuOr(l.SinkCPU), BusyPoll: l.BusyPoll, Proto: proto}
 	if err := t.ctl.call(ctx, wire.OpStart, sink, nil); err != nil {
-		return fmt.Errorf("start sink of %s: %w", name, err)
+		return fmt.Errorf("start receiver of %s: %w", name, err)
 	}
 	a := &activeLoad{load: l}
 	if l.From.Host {
@@ -590,8 +603,8 @@ func (t *timeline) startLoad(ctx context.Context, name string) error {
 		}
 		a.inj = inj
 	} else {
-		send := wire.Load{Name: sendName(name), Kind: wire.LoadUDPSend, Netns: l.From.Netns, Addr: l.SinkAddr,
-			Port: l.To.Port, Flows: l.Flows, Size: l.Size, Rate: l.Rate, CPU: cpuOr(l.CPU)}
+		send := wire.Load{Name: sendName(name), Kind: kinds[1], Netns: l.From.Netns, Addr: l.SinkAddr,
+			Port: l.To.Port, Flows: l.Flows, Size: l.Size, Rate: l.Rate, CPU: cpuOr(l.CPU), Proto: proto}
 		if err := t.ctl.call(ctx, wire.OpStart, send, nil); err != nil {
 			return fmt.Errorf("start sender of %s: %w", name, err)
 		}
@@ -619,7 +632,7 @@ func (t *timeline) stopLoad(ctx context.Context, name string) error {
 		if err := t.ctl.call(ctx, wire.OpStop, wire.LoadName{Name: sendName(name)}, &st); err != nil {
 			return fmt.Errorf("stop sender of %s: %w", name, err)
 		}
-		res.sent, res.sendErrors = st.Packets, st.Errors
+		res.sent, res.sendErrors, res.sender = st.Packets, st.Errors, &st
 	}
 	time.Sleep(200 * time.Millisecond)
 	var sink wire.LoadStats

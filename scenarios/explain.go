@@ -51,7 +51,11 @@ func (s *Scenario) Explain(w io.Writer) {
 		if l.Rate > 0 {
 			rate = fmt.Sprintf("%d pkt/s", l.Rate)
 		}
-		fmt.Fprintf(w, "  %s: %s from %s to %s:%d (sink in netns %s), %d flows, %d-byte payloads, %s%s\n", name, l.Kind, from,
+		kind := l.Kind
+		if l.Proto != "" {
+			kind += "/" + l.Proto
+		}
+		fmt.Fprintf(w, "  %s: %s from %s to %s:%d (sink in netns %s), %d flows, %d-byte payloads, %s%s\n", name, kind, from,
 			l.SinkAddr, l.To.Port, or(l.SinkNetns, "root"), l.Flows, l.Size, rate, pin(l))
 	}
 	fmt.Fprintf(w, "timeline (each action must finish within %v unless it says otherwise):\n", s.Defaults.Deadline.D())
@@ -254,6 +258,17 @@ func explainAssert(a *Assert) string {
 		return fmt.Sprintf("%schange of %s over the timeline %s", label, a.Delta.Metric, bounds(a.Delta.Min, a.Delta.Max))
 	case a.Rate != nil:
 		return fmt.Sprintf("%s%s per second %s", label, a.Rate.Metric, bounds(a.Rate.Min, a.Rate.Max))
+	case a.Latency != nil:
+		var parts []string
+		for _, b := range []struct {
+			n string
+			d Duration
+		}{{"p50", a.Latency.P50}, {"p90", a.Latency.P90}, {"p99", a.Latency.P99}, {"p99.9", a.Latency.P999}} {
+			if b.d > 0 {
+				parts = append(parts, fmt.Sprintf("%s <= %v", b.n, b.d.D()))
+			}
+		}
+		return fmt.Sprintf("%s%s request/response latency %s", label, a.Latency.Load, strings.Join(parts, ", "))
 	case a.Ratio != nil:
 		return fmt.Sprintf("%schange of %s / change of %s %s", label, a.Ratio.Num, a.Ratio.Den, bounds(a.Ratio.Min, a.Ratio.Max))
 	}

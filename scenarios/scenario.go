@@ -74,12 +74,13 @@ type End struct {
 
 // Load is traffic: a sender and a sink the lab starts together.
 type Load struct {
-	Kind    string   `yaml:"kind"` // udp
-	From    Endpoint `yaml:"from"` // "host" or {netns: x}
-	To      Endpoint `yaml:"to"`   // {address: a, port: p} or {nic: eth0, port: p}
+	Kind    string   `yaml:"kind"`  // udp (datagrams), tcp (a stream), rr (request/response, latency histogram)
+	Proto   string   `yaml:"proto"` // rr only: udp (default) or tcp
+	From    Endpoint `yaml:"from"`  // "host" or {netns: x}
+	To      Endpoint `yaml:"to"`    // {address: a, port: p} or {nic: eth0, port: p}
 	Flows   int      `yaml:"flows"`
 	Size    int      `yaml:"size"`
-	Rate    int      `yaml:"rate"` // packets/s, 0 = flood
+	Rate    int      `yaml:"rate"` // packets (tcp: writes, rr: transactions) per second, 0 = as fast as possible
 	CPU     *int     `yaml:"cpu"`  // sender CPU
 	SinkCPU *int     `yaml:"sink_cpu"`
 	// BusyPoll sets SO_BUSY_POLL on the sink socket, in microseconds.
@@ -236,6 +237,7 @@ type Assert struct {
 	NoStall *NoStall `yaml:"no-stall"`
 	Grows   *Grows   `yaml:"grows"`
 	Delta   *Bound   `yaml:"delta"`
+	Latency *Latency `yaml:"latency"`
 	Rate    *Bound   `yaml:"rate"`
 	Ratio   *Ratio   `yaml:"ratio"`
 	Pos     Pos      `yaml:"-"`
@@ -290,4 +292,13 @@ type Ratio struct {
 	Den string   `yaml:"den"`
 	Min *float64 `yaml:"min"`
 	Max *float64 `yaml:"max"`
+}
+
+// Latency bounds an rr load's request/response latency percentiles.
+type Latency struct {
+	Load string   `yaml:"load"`
+	P50  Duration `yaml:"p50"`
+	P90  Duration `yaml:"p90"`
+	P99  Duration `yaml:"p99"`
+	P999 Duration `yaml:"p999"`
 }

@@ -225,8 +225,14 @@ func knownSource(src string) bool {
 
 func (k *checker) load(l *Load) {
 	c, p := k.c, l.Pos
-	if l.Kind != "udp" {
-		c.add(p, "load %s: kind %q: want udp", l.Name, l.Kind)
+	if !contains([]string{"udp", "tcp", "rr"}, l.Kind) {
+		c.add(p, "load %s: kind %q: want udp, tcp or rr", l.Name, l.Kind)
+	}
+	if l.Kind == "rr" && !contains([]string{"", "udp", "tcp"}, l.Proto) || l.Kind != "rr" && l.Proto != "" {
+		c.add(p, "load %s: proto %q: rr loads take udp or tcp, other kinds none", l.Name, l.Proto)
+	}
+	if l.From.Host && l.Kind != "udp" {
+		c.add(p, "load %s: only udp loads can come from the host", l.Name)
 	}
 	if l.To.Port < 1 || l.To.Port > 65535 {
 		c.add(p, "load %s: to.port %d: want 1-65535", l.Name, l.To.Port)

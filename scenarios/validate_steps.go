@@ -159,13 +159,13 @@ func (k *checker) assert(a *Assert) {
 	c, p := k.c, a.Pos
 	n := 0
 	for _, set := range []bool{a.NoSplat != nil, a.Threads != nil, a.NoStall != nil, a.Grows != nil,
-		a.Delta != nil, a.Rate != nil, a.Ratio != nil} {
+		a.Delta != nil, a.Rate != nil, a.Ratio != nil, a.Latency != nil} {
 		if set {
 			n++
 		}
 	}
 	if n != 1 {
-		c.add(p, "an assert needs exactly one of no-splat, threads-while, no-stall, grows, delta, rate, ratio")
+		c.add(p, "an assert needs exactly one of no-splat, threads-while, no-stall, grows, delta, rate, ratio, latency")
 		return
 	}
 	metric := func(name string) {
@@ -211,6 +211,14 @@ func (k *checker) assert(a *Assert) {
 	case a.Rate != nil:
 		metric(a.Rate.Metric)
 		bounds(a.Rate.Min, a.Rate.Max)
+	case a.Latency != nil:
+		l, ok := k.s.Loads[a.Latency.Load]
+		if !ok || l.Kind != "rr" {
+			c.add(p, "latency needs an rr load, %q is not one", a.Latency.Load)
+		}
+		if a.Latency.P50+a.Latency.P90+a.Latency.P99+a.Latency.P999 == 0 {
+			c.add(p, "latency needs at least one of p50, p90, p99, p999")
+		}
 	case a.Ratio != nil:
 		metric(a.Ratio.Num)
 		metric(a.Ratio.Den)

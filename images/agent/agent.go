@@ -104,6 +104,8 @@ func (a *agent) dispatch(m *wire.Message) (any, error) {
 		return nil, os.WriteFile("/proc/sysrq-trigger", []byte(s.Key), 0)
 	case wire.OpStacks:
 		return stacks(), nil
+	case wire.OpDevices:
+		return a.devices(), nil
 	case wire.OpXDP:
 		x, err := decode[wire.XDP](m)
 		if err != nil {

@@ -72,8 +72,12 @@ type Channels struct {
 
 // Load kinds.
 const (
-	LoadUDPSend = "udp-send"
-	LoadUDPSink = "udp-sink"
+	LoadUDPSend  = "udp-send"  // UDP datagrams (sendmmsg) from Flows sockets
+	LoadUDPSink  = "udp-sink"  // counts datagrams (recvmmsg)
+	LoadTCPSend  = "tcp-send"  // TCP stream: Flows connections writing Size-byte chunks
+	LoadTCPSink  = "tcp-sink"  // accepts and counts bytes (Packets counts reads)
+	LoadRRServer = "rr-server" // request/response echo server (Proto udp or tcp)
+	LoadRRClient = "rr-client" // Flows concurrent clients, Size-byte requests, latency histogram
 )
 
 // Load starts a traffic generator or sink in the guest.
@@ -89,6 +93,8 @@ type Load struct {
 	CPU   int    `json:"cpu"`             // pin to this CPU, -1 = not pinned
 	// BusyPoll sets SO_BUSY_POLL (microseconds) on a sink's socket, 0 = off.
 	BusyPoll int `json:"busy_poll,omitempty"`
+	// Proto is udp or tcp for rr-server and rr-client.
+	Proto string `json:"proto,omitempty"`
 }
 
 // LoadName names a running load.
@@ -106,7 +112,20 @@ type LoadStats struct {
 	Packets uint64   `json:"packets"`
 	Errors  uint64   `json:"errors"`
 	Start   float64  `json:"start"`   // guest uptime when it started
-	Buckets []uint64 `json:"buckets"` // packets per BucketWidthMs since Start
+	Buckets []uint64 `json:"buckets"` // packets (transactions for rr-client) per BucketWidthMs since Start
+	Bytes   uint64   `json:"bytes,omitempty"`
+	// Latency is the rr-client's request/response latency, when it ran.
+	Latency *Latency `json:"latency,omitempty"`
+}
+
+// Latency summarises request/response times in microseconds.
+type Latency struct {
+	Count uint64  `json:"count"`
+	P50   float64 `json:"p50_us"`
+	P90   float64 `json:"p90_us"`
+	P99   float64 `json:"p99_us"`
+	P999  float64 `json:"p999_us"`
+	Max   float64 `json:"max_us"`
 }
 
 // Sample sources.
@@ -174,4 +193,15 @@ type ExecResult struct {
 type IRQAffinity struct {
 	Match string `json:"match"`
 	CPUs  string `json:"cpus"` // smp_affinity_list syntax: "0", "1-3", "0,2"
+}
+
+// Device is what a scenario can see of a network device.
+type Device struct {
+	Name      string   `json:"name"`
+	Netns     string   `json:"netns,omitempty"`
+	OperState string   `json:"operstate"`
+	Threaded  string   `json:"threaded,omitempty"` // /sys/class/net/DEV/threaded, "" if unreadable
+	RxQueues  int      `json:"rx_queues"`
+	TxQueues  int      `json:"tx_queues"`
+	NAPI      []string `json:"napi_threads,omitempty"` // napi/DEV-* kthreads (names truncated to 15 chars)
 }

@@ -35,6 +35,7 @@ const (
 	OpXDP      = "xdp"      // XDP -> nothing
 	OpExec     = "exec"     // Exec -> ExecResult
 	OpIRQ      = "irq"      // IRQAffinity -> []int (the IRQ numbers changed)
+	OpDevices  = "devices"  // nothing -> []Device
 )
 
 // Events sent by the agent on its own.

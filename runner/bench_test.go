@@ -1,0 +1,54 @@
+package runner
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"napilab/results"
+)
+
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchLoad runs a one-load scenario per iteration and reports the load's
+// packet rates; QEMU's own CPU is not in the runner's rusage.
+func benchLoad(b *testing.B, file string) (sent, received, seconds, runnerCPU float64) {
+	k, img := guest(b)
+	for i := 0; i < b.N; i++ {
+		before := cpuTime(b)
+		res := runScenario(b, file, k, img, nil)
+		cpu := cpuTime(b) - before
+		if res.Verdict != results.Pass || len(res.Loads) != 1 {
+			b.Fatalf("verdict %s %v", res.Verdict, res.Reasons)
+		}
+		l := res.Loads[0]
+		sent += float64(l.Sent)
+		received += float64(l.Received)
+		seconds += float64(len(l.PerSecond))
+		runnerCPU += cpu.Seconds()
+	}
+	return
+}
+
+// BenchmarkHostInjector: datagrams per second the host pushes through a
+// 2-queue tap, what the TCG guest takes, and sent pps per host core used by
+// the runner (the injector is most of it).
+func BenchmarkHostInjector(b *testing.B) {
+	sent, received, secs, cpu := benchLoad(b, "testdata/bench-inject.yaml")
+	b.ReportMetric(sent/secs, "sent-pps")
+	b.ReportMetric(received/secs, "guest-rx-pps")
+	b.ReportMetric(sent/cpu, "sent-per-host-core-second")
+}
+
+// BenchmarkGuestFlood: an in-guest UDP flood over a veth pair under TCG.
+func BenchmarkGuestFlood(b *testing.B) {
+	sent, received, secs, _ := benchLoad(b, "testdata/bench-guest-flood.yaml")
+	b.ReportMetric(sent/secs, "sent-pps")
+	b.ReportMetric(received/secs, "rx-pps")
+}
