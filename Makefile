@@ -5,11 +5,11 @@ SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(PATH)
 GO ?= go
 LAB := bin/lab
-KERNEL ?= kernels/stock-6.1.yaml
+KERNELS ?= kernels/stock-6.1.yaml kernels/stock-6.12.yaml kernels/ksoftirqd-6.12.yaml
 SCENARIOS ?= $(wildcard scenarios/*.yaml)
 
 # Host packages: QEMU, the kernel source, the kernel build dependencies, ccache.
-APT_PKGS := qemu-system-x86 linux-source-6.1 build-essential flex bison bc libelf-dev \
+APT_PKGS := qemu-system-x86 linux-source-6.1 linux-source-6.12 build-essential flex bison bc libelf-dev \
 	ccache cpio xz-utils patch kmod iproute2
 
 .PHONY: all deps lab test test-kernel test-short bench clean
@@ -29,10 +29,10 @@ deps:
 lab:
 	$(GO) build -o $(LAB) ./lab
 
-# test-kernel builds the kernel (cached), boots it and runs every shipped
-# scenario; the exit code is the verdict (0 PASS, 1 FAIL, 2 ERROR).
+# test-kernel builds the kernels (cached), boots each and runs every shipped
+# scenario on it; the exit code is the worst verdict (0 PASS, 1 FAIL, 2 ERROR).
 test-kernel: deps lab
-	$(LAB) run $(SCENARIOS) --kernel $(KERNEL)
+	$(LAB) run $(SCENARIOS) $(addprefix --kernel ,$(KERNELS))
 
 # test runs unit tests and the integration tests that boot the real kernel.
 test: deps

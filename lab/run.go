@@ -17,12 +17,12 @@ import (
 )
 
 type runOptions struct {
-	kernel string
-	params []string
-	matrix []string
-	out    string
-	accel  string
-	jobs   int
+	kernels []string
+	params  []string
+	matrix  []string
+	out     string
+	accel   string
+	jobs    int
 }
 
 func newRunCmd(g *globalOptions) *cobra.Command {
@@ -35,7 +35,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			return runScenarios(cmd, g, o, args)
 		},
 	}
-	cmd.Flags().StringVarP(&o.kernel, "kernel", "k", "kernels/stock-6.1.yaml", "kernel spec")
+	cmd.Flags().StringArrayVarP(&o.kernels, "kernel", "k", []string{"kernels/stock-6.1.yaml"}, "kernel spec (repeatable: every scenario runs on each)")
 	cmd.Flags().StringArrayVarP(&o.params, "param", "p", nil, "scenario parameter name=value (repeatable)")
 	cmd.Flags().StringArrayVar(&o.matrix, "matrix", nil, "run once per value: name=v1,v2,... (repeatable: the cross product)")
 	cmd.Flags().StringVarP(&o.out, "out", "o", "results/runs", "folder for run folders")
@@ -82,29 +82,31 @@ func runScenarios(cmd *cobra.Command, g *globalOptions, o *runOptions, files []s
 		}
 	}
 	stderr := cmd.ErrOrStderr()
-	k, spec, err := buildKernel(ctx, g, o.kernel, o.jobs, progressWriter(stderr, false))
-	if err != nil {
-		return err
-	}
-	img, err := images.Build(ctx, images.Options{CacheDir: g.cache()})
-	if err != nil {
-		return err
-	}
 	worst := results.Pass
-	for _, j := range jobs {
-		s, params := j.s, j.params
-		dir := filepath.Join(o.out, fmt.Sprintf("%s-%s-%s%s", time.Now().Format("20060102-150405"), s.Name, spec.Name, paramSuffix(params)))
-		res := runner.Run(ctx, runner.Config{
-			Scenario: s, Kernel: results.Kernel{Spec: spec.Name, Key: k.Key, BzImage: k.BzImage}, Cmdline: spec.Cmdline,
-			Initramfs: img.Path, ImageHash: img.Hash, OutDir: dir, Accel: o.accel, Params: params,
-			Logf: func(f string, a ...any) { fmt.Fprintf(stderr, "  "+f+"\n", a...) },
-		})
-		printVerdict(cmd.OutOrStdout(), res, dir)
-		if res.Verdict.ExitCode() > worst.ExitCode() {
-			worst = res.Verdict
+	for _, kpath := range o.kernels {
+		k, spec, err := buildKernel(ctx, g, kpath, o.jobs, progressWriter(stderr, false))
+		if err != nil {
+			return err
 		}
-		if ctx.Err() != nil {
-			break
+		img, err := images.Build(ctx, images.Options{CacheDir: g.cache()})
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			s, params := j.s, j.params
+			dir := filepath.Join(o.out, fmt.Sprintf("%s-%s-%s%s", time.Now().Format("20060102-150405"), s.Name, spec.Name, paramSuffix(params)))
+			res := runner.Run(ctx, runner.Config{
+				Scenario: s, Kernel: results.Kernel{Spec: spec.Name, Key: k.Key, BzImage: k.BzImage}, Cmdline: spec.Cmdline,
+				Initramfs: img.Path, ImageHash: img.Hash, OutDir: dir, Accel: o.accel, Params: params,
+				Logf: func(f string, a ...any) { fmt.Fprintf(stderr, "  "+f+"\n", a...) },
+			})
+			printVerdict(cmd.OutOrStdout(), res, dir)
+			if res.Verdict.ExitCode() > worst.ExitCode() {
+				worst = res.Verdict
+			}
+			if ctx.Err() != nil {
+				return &exitCodeError{code: exitError, err: ctx.Err()}
+			}
 		}
 	}
 	if worst == results.Pass {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/ipv4"
@@ -25,20 +26,29 @@ type load struct {
 	start   float64
 	packets atomic.Uint64
 	errors  atomic.Uint64
+	bytes   atomic.Uint64 // payload bytes moved (tcp and rr kinds)
 	mu      sync.Mutex
 	buckets []uint64
+	lat     *hist          // rr-client only: request/response latency
+	wg      sync.WaitGroup // tcp and rr kinds: their goroutines; done closes after
 }
 
 // count adds n packets to the current bucket.
 func (l *load) count(n int) {
+	l.mu.Lock()
+	l.countLocked(n)
+	l.mu.Unlock()
+}
+
+// countLocked is count with l.mu held; packets changes under l.mu too so
+// stats sees packets, buckets and latency agree.
+func (l *load) countLocked(n int) {
 	l.packets.Add(uint64(n))
 	idx := int((uptime() - l.start) * 1000 / wire.BucketWidthMs)
-	l.mu.Lock()
 	for len(l.buckets) <= idx {
 		l.buckets = append(l.buckets, 0)
 	}
 	l.buckets[idx] += uint64(n)
-	l.mu.Unlock()
 }
 
 func (l *load) stats() *wire.LoadStats {
@@ -49,10 +59,14 @@ func (l *load) stats() *wire.LoadStats {
 	for len(l.buckets) < idx {
 		l.buckets = append(l.buckets, 0)
 	}
-	return &wire.LoadStats{
+	st := &wire.LoadStats{
 		Name: l.spec.Name, Kind: l.spec.Kind, Packets: l.packets.Load(), Errors: l.errors.Load(),
-		Start: l.start, Buckets: append([]uint64(nil), l.buckets...),
+		Start: l.start, Buckets: append([]uint64(nil), l.buckets...), Bytes: l.bytes.Load(),
 	}
+	if l.lat != nil {
+		st.Latency = l.lat.Summary()
+	}
+	return st
 }
 
 func (a *agent) startLoad(s wire.Load) error {
@@ -63,6 +77,18 @@ func (a *agent) startLoad(s wire.Load) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &load{spec: s, cancel: cancel, done: make(chan struct{}), start: uptime()}
+	if start, ok := starters[s.Kind]; ok {
+		if err := start(a, ctx, l); err != nil {
+			cancel()
+			return fmt.Errorf("load %s: %w", s.Name, err)
+		}
+		go func() {
+			l.wg.Wait()
+			close(l.done)
+		}()
+		a.loads[s.Name] = l
+		return nil
+	}
 	var conns []*net.UDPConn
 	err := a.ns.in(s.Netns, func() error {
 		n := 1
@@ -131,7 +157,7 @@ func (a *agent) startLoad(s wire.Load) error {
 // setBusyPoll sets SO_BUSY_POLL (microseconds) on c. Go's sockets are
 // non-blocking, so each read busy-polls the NAPI once before it parks in
 // epoll; epoll itself busy-polls only with net.core.busy_poll set.
-func setBusyPoll(c *net.UDPConn, us int) error {
+func setBusyPoll(c syscall.Conn, us int) error {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return err

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"napilab/images/wire"
+)
+
+// freePort returns a loopback port nothing listens on right now for network
+// (tcp4 or udp4).
+func freePort(t *testing.T, network string) int {
+	t.Helper()
+	if network == "tcp4" {
+		l, err := net.Listen(network, "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().(*net.TCPAddr).Port
+	}
+	c, err := net.ListenPacket(network, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// runLoads starts specs in order through the agent, lets them run for d,
+// then stops them in reverse order (senders before sinks) and returns their
+// stats by name.
+func runLoads(t *testing.T, a *agent, d time.Duration, specs ...wire.Load) map[string]*wire.LoadStats {
+	t.Helper()
+	for i, s := range specs {
+		if err := a.startLoad(s); err != nil {
+			for _, s := range specs[:i] {
+				a.stopLoad(s.Name)
+			}
+			t.Fatalf("start %s: %v", s.Name, err)
+		}
+	}
+	time.Sleep(d)
+	stats := map[string]*wire.LoadStats{}
+	for i := len(specs) - 1; i >= 0; i-- {
+		t0 := time.Now()
+		st, err := a.stopLoad(specs[i].Name)
+		if err != nil {
+			t.Fatalf("stop %s: %v", specs[i].Name, err)
+		}
+		if took := time.Since(t0); took > time.Second {
+			t.Errorf("stop %s took %v", specs[i].Name, took)
+		}
+		stats[specs[i].Name] = st
+	}
+	return stats
+}
+
+func TestTCPSendSink(t *testing.T) {
+	port := freePort(t, "tcp4")
+	for _, tc := range []struct {
+		name        string
+		flows, rate int
+		cpu         int
+	}{
+		{"flat out, 2 flows", 2, 0, -1},
+		{"paced 2000/s, pinned", 2, 2000, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAgent()
+			st := runLoads(t, a, 500*time.Millisecond,
+				wire.Load{Name: "sink", Kind: wire.LoadTCPSink, Addr: "127.0.0.1", Port: port, CPU: tc.cpu},
+				wire.Load{Name: "send", Kind: wire.LoadTCPSend, Addr: "127.0.0.1", Port: port,
+					Flows: tc.flows, Rate: tc.rate, CPU: tc.cpu})
+			send, sink := st["send"], st["sink"]
+			t.Logf("send %d writes %d bytes, sink %d reads %d bytes", send.Packets, send.Bytes, sink.Packets, sink.Bytes)
+			if send.Packets == 0 || send.Bytes == 0 || sink.Packets == 0 || sink.Bytes == 0 {
+				t.Errorf("nothing moved: send %+v sink %+v", send, sink)
+			}
+			if send.Bytes != send.Packets*tcpWriteSize {
+				t.Errorf("send %d bytes in %d writes, want %d each", send.Bytes, send.Packets, tcpWriteSize)
+			}
+			if send.Errors+sink.Errors != 0 {
+				t.Errorf("errors: send %d sink %d", send.Errors, sink.Errors)
+			}
+			if tc.rate > 0 && (send.Packets < 500 || send.Packets > 1300) {
+				t.Errorf("%d writes in 0.5 s at %d/s", send.Packets, tc.rate)
+			}
+		})
+	}
+}
+
+func TestTCPSendReconnects(t *testing.T) {
+	a := newAgent()
+	port := freePort(t, "tcp4")
+	send := wire.Load{Name: "send", Kind: wire.LoadTCPSend, Addr: "127.0.0.1", Port: port, Size: 1000, CPU: -1}
+	if err := a.startLoad(send); err != nil {
+		t.Fatal(err)
+	}
+	defer a.stopAll()
+	time.Sleep(100 * time.Millisecond) // refused, every retryDelay
+	st := runLoads(t, a, 200*time.Millisecond,
+		wire.Load{Name: "sink", Kind: wire.LoadTCPSink, Addr: "127.0.0.1", Port: port, CPU: -1})
+	sendSt, err := a.stopLoad("send")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sendSt.Errors == 0 || sendSt.Packets == 0 || st["sink"].Bytes == 0 {
+		t.Errorf("send %d errors %d writes, sink %d bytes: want all > 0", sendSt.Errors, sendSt.Packets, st["sink"].Bytes)
+	}
+}
+
+func TestRR(t *testing.T) {
+	for _, tc := range []struct {
+		name, proto       string
+		flows, rate, size int
+		cpu               int
+	}{
+		{"udp closed loop", "udp", 2, 0, 0, -1},
+		{"udp default proto paced", "", 1, 1000, 200, 0},
+		{"tcp closed loop", "tcp", 2, 0, 0, -1},
+		{"tcp paced pinned", "tcp", 4, 2000, 1000, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAgent()
+			port := freePort(t, "tcp4")
+			if tc.proto != "tcp" {
+				port = freePort(t, "udp4")
+			}
+			st := runLoads(t, a, 500*time.Millisecond,
+				wire.Load{Name: "srv", Kind: wire.LoadRRServer, Addr: "127.0.0.1", Port: port,
+					Size: tc.size, CPU: tc.cpu, Proto: tc.proto},
+				wire.Load{Name: "cli", Kind: wire.LoadRRClient, Addr: "127.0.0.1", Port: port,
+					Flows: tc.flows, Rate: tc.rate, Size: tc.size, CPU: tc.cpu, Proto: tc.proto})
+			cli, srv := st["cli"], st["srv"]
+			l := cli.Latency
+			if l == nil {
+				t.Fatalf("client has no latency: %+v", cli)
+			}
+			t.Logf("%d transactions, %d errors, latency p50 %.1fus p90 %.1fus p99 %.1fus p99.9 %.1fus max %.1fus",
+				cli.Packets, cli.Errors, l.P50, l.P90, l.P99, l.P999, l.Max)
+			if cli.Packets == 0 || cli.Bytes == 0 || srv.Packets == 0 || srv.Bytes == 0 {
+				t.Errorf("nothing moved: client %+v server %+v", cli, srv)
+			}
+			if l.Count != cli.Packets {
+				t.Errorf("latency count %d, want the %d transactions", l.Count, cli.Packets)
+			}
+			if !(0 < l.P50 && l.P50 <= l.P99 && l.P99 <= l.Max) {
+				t.Errorf("want 0 < p50 <= p99 <= max: %+v", l)
+			}
+			if cli.Errors+srv.Errors != 0 {
+				t.Errorf("errors: client %d server %d", cli.Errors, srv.Errors)
+			}
+			if srv.Latency != nil {
+				t.Errorf("server has latency %+v", srv.Latency)
+			}
+			if tc.rate > 0 && (cli.Packets < uint64(tc.rate)/4 || cli.Packets > uint64(tc.rate)*2/3) {
+				t.Errorf("%d transactions in 0.5 s at %d/s", cli.Packets, tc.rate)
+			}
+		})
+	}
+}
+
+func TestRRUDPWithoutServer(t *testing.T) {
+	a := newAgent()
+	port := freePort(t, "udp4")
+	st := runLoads(t, a, 300*time.Millisecond,
+		wire.Load{Name: "cli", Kind: wire.LoadRRClient, Addr: "127.0.0.1", Port: port, CPU: -1, Proto: "udp"})
+	cli := st["cli"]
+	if cli.Errors == 0 || cli.Packets != 0 || cli.Latency == nil || cli.Latency.Count != 0 {
+		t.Errorf("client without server: %+v latency %+v, want errors and no transactions", cli, cli.Latency)
+	}
+}
+
+func TestLoadSpecErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec wire.Load
+	}{
+		{"rr bad proto", wire.Load{Kind: wire.LoadRRClient, Addr: "127.0.0.1", Port: 9, Proto: "sctp"}},
+		{"rr udp too big", wire.Load{Kind: wire.LoadRRServer, Port: 9, Size: 70000}},
+		{"sender without addr", wire.Load{Kind: wire.LoadTCPSend, Port: 9}},
+		{"sink bad port", wire.Load{Kind: wire.LoadTCPSink, Port: 70000}},
+		{"unknown netns", wire.Load{Kind: wire.LoadTCPSink, Port: freePort(t, "tcp4"), Netns: "nope"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAgent()
+			tc.spec.Name = "x"
+			if err := a.startLoad(tc.spec); err == nil {
+				a.stopLoad("x")
+				t.Fatal("started, want an error")
+			} else {
+				t.Log(err)
+			}
+			if len(a.loads) != 0 {
+				t.Errorf("loads after a failed start: %v", a.loads)
+			}
+		})
+	}
+}
