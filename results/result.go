@@ -52,8 +52,11 @@ type Result struct {
 	Asserts      []Assert          `json:"asserts"`
 	Steps        []Step            `json:"steps"`
 	Loads        []Load            `json:"loads,omitempty"`
-	Splats       []Splat           `json:"splats,omitempty"`
-	Hang         *Hang             `json:"hang,omitempty"`
+	// Figures are the run's numbers for comparisons: metric deltas ("softirqs.NET_RX"),
+	// rates ("…/s"), load rates ("flood.rx_pps") and latencies ("rr.p99_us").
+	Figures map[string]float64 `json:"figures,omitempty"`
+	Splats  []Splat            `json:"splats,omitempty"`
+	Hang    *Hang              `json:"hang,omitempty"`
 	// Devices are the guest's network devices after setup and at the end.
 	Devices     map[string][]Device `json:"devices,omitempty"`
 	ConsoleTail string              `json:"console_tail,omitempty"`

@@ -164,7 +164,8 @@ func (t *timeline) running() []string {
 const metricsGroup = "metrics"
 
 func (t *timeline) metricSources() []string {
-	srcs := []string{wire.SourceSoftirqs}
+	srcs := []string{wire.SourceSoftirqs, wire.SourceSoftnet, wire.SourceInterrupts, wire.SourceSNMP,
+		wire.PrefixTasks + "ksoftirqd/", wire.PrefixTasks + "napi/"}
 	for _, m := range t.s.Metrics() {
 		if !slices.Contains(srcs, m.Source) {
 			srcs = append(srcs, m.Source)

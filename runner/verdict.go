@@ -48,6 +48,7 @@ func (r *run) finish(err error) {
 		res.Steps = r.tl.steps
 		r.tl.writeSamples(filepath.Join(r.cfg.OutDir, "samples.jsonl"))
 		res.Loads = r.tl.loadResults()
+		res.Figures = r.tl.figures(r.s.Machine.CPUs)
 	}
 	if r.vm != nil {
 		res.Asserts = append(res.Asserts, r.splats())

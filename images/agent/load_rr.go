@@ -2,15 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"os"
 	"time"
 
-	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
 
 	"napilab/images/wire"
 )
@@ -21,9 +16,10 @@ const (
 	rrTimeout     = 200 * time.Millisecond // a UDP response later than this is lost
 )
 
-// rrSpec returns the rr kinds' protocol, udp (the default) or tcp, and the
-// request size. Server and client must be given the same Size for tcp; a
-// udp request carries a sequence number in its first 8 bytes.
+// rrSpec validates an rr load and returns its protocol, udp (the default)
+// or tcp, and its request size. Server and client must be given the same
+// Size for tcp; a udp request carries a sequence number in its first 8
+// bytes and the server echoes whatever arrives.
 func rrSpec(s wire.Load, listener bool) (proto string, size int, err error) {
 	if err := checkAddr(s, listener); err != nil {
 		return "", 0, err
@@ -45,49 +41,64 @@ func rrSpec(s wire.Load, listener bool) (proto string, size int, err error) {
 }
 
 // startRRServer echoes requests on Addr:Port: every udp datagram goes back
-// to its sender; a tcp connection gets each Size-byte request back.
+// to its sender; every tcp connection gets each Size-byte request back. A
+// transaction is one echo. The clients own transaction errors: a peer that
+// closes or resets only ends its connection here.
 func startRRServer(a *agent, ctx context.Context, l *load) error {
 	proto, size, err := rrSpec(l.spec, true)
 	if err != nil {
 		return err
 	}
-	if proto == "tcp" {
-		ln, err := a.listen(ctx, l.spec)
-		if err != nil {
-			return err
-		}
-		l.serve(ctx, ln, func(c net.Conn) error { return l.tcpEcho(c, size) })
-		return nil
-	}
-	var c *net.UDPConn
-	err = a.ns.in(l.spec.Netns, func() (err error) {
-		c, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(l.spec.Addr), Port: l.spec.Port})
-		return err
-	})
+	fd, err := a.rawSocket(l.spec, proto, true, rawTick)
 	if err != nil {
 		return err
 	}
-	c.SetReadBuffer(4 << 20)
-	if l.spec.BusyPoll > 0 {
-		if err := setBusyPoll(c, l.spec.BusyPoll); err != nil {
-			c.Close()
-			return err
-		}
+	if proto == "udp" {
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
+		l.spawn(func() { l.udpEcho(ctx, fd) })
+		return nil
 	}
-	context.AfterFunc(ctx, func() { c.Close() })
-	l.spawn(func() { l.udpEcho(ctx, c) })
+	l.spawn(func() {
+		defer unix.Close(fd)
+		for ctx.Err() == nil {
+			c, _, err := unix.Accept4(fd, unix.SOCK_CLOEXEC)
+			if again(err) {
+				continue
+			}
+			if err == nil && l.spec.BusyPoll > 0 {
+				err = unix.SetsockoptInt(c, unix.SOL_SOCKET, unix.SO_BUSY_POLL, l.spec.BusyPoll)
+			}
+			if err == nil {
+				err = setTimeouts(c, rawTick)
+			}
+			if err != nil {
+				if c >= 0 {
+					unix.Close(c)
+				}
+				l.errors.Add(1)
+				sleep(ctx, retryDelay)
+				continue
+			}
+			l.spawn(func() {
+				defer unix.Close(c)
+				if err := l.tcpEcho(ctx, c, size); err != nil && !peerGone(err) && ctx.Err() == nil {
+					l.errors.Add(1)
+				}
+			})
+		}
+	})
 	return nil
 }
 
-// tcpEcho reads size-byte requests from c and writes each back until c
-// closes, one transaction each.
-func (l *load) tcpEcho(c net.Conn, size int) error {
+// tcpEcho reads size-byte requests from fd and writes each back until the
+// peer closes or ctx ends.
+func (l *load) tcpEcho(ctx context.Context, fd, size int) error {
 	buf := make([]byte, size)
 	for {
-		if _, err := io.ReadFull(c, buf); err != nil {
+		if err := rawReadFull(ctx, fd, buf); err != nil {
 			return err
 		}
-		if _, err := c.Write(buf); err != nil {
+		if err := rawWriteAll(ctx, fd, buf); err != nil {
 			return err
 		}
 		l.bytes.Add(2 * uint64(size))
@@ -95,132 +106,25 @@ func (l *load) tcpEcho(c net.Conn, size int) error {
 	}
 }
 
-// udpEcho sends every datagram on c back to its sender, up to batch at a
-// time (recvmmsg, sendmmsg), one transaction each.
-func (l *load) udpEcho(ctx context.Context, c *net.UDPConn) {
-	pc := ipv4.NewPacketConn(c)
-	in, out := make([]ipv4.Message, batch), make([]ipv4.Message, batch)
-	for i := range in {
-		in[i].Buffers = [][]byte{make([]byte, rrMaxUDP)}
-		out[i].Buffers = make([][]byte, 1)
-	}
+// udpEcho sends every datagram on fd back to its sender until ctx ends,
+// then closes fd.
+func (l *load) udpEcho(ctx context.Context, fd int) {
+	defer unix.Close(fd)
+	buf := make([]byte, rrMaxUDP)
 	for ctx.Err() == nil {
-		n, err := pc.ReadBatch(in, 0)
-		if err != nil {
-			if ctx.Err() == nil {
-				l.errors.Add(1)
-				sleep(ctx, time.Millisecond)
-			}
+		n, from, err := unix.Recvfrom(fd, buf, 0)
+		if again(err) {
 			continue
-		}
-		for i := range n {
-			out[i].Buffers[0], out[i].Addr = in[i].Buffers[0][:in[i].N], in[i].Addr
-			l.bytes.Add(2 * uint64(in[i].N))
-		}
-		sent := 0
-		for sent < n {
-			k, err := pc.WriteBatch(out[sent:n], 0)
-			if err != nil {
-				l.errors.Add(1)
-				break
-			}
-			sent += k
-		}
-		l.count(sent)
-	}
-}
-
-// startRRClient runs Flows clients, each with its own socket, doing one
-// request/response at a time: back to back, or paced so they make Rate
-// transactions/s together. Each latency runs from just before the send to
-// the end of the response. Pacing does not correct for coordinated
-// omission: a slow response delays the next request.
-func startRRClient(a *agent, ctx context.Context, l *load) error {
-	proto, size, err := rrSpec(l.spec, false)
-	if err != nil {
-		return err
-	}
-	l.lat = newHist()
-	flows := max(l.spec.Flows, 1)
-	if proto == "tcp" {
-		for range flows {
-			l.spawn(func() {
-				p := newPacer(l.spec.Rate, flows)
-				req, resp := make([]byte, size), make([]byte, size)
-				a.connected(ctx, l, "tcp", func(c net.Conn) error {
-					for p.wait(ctx) {
-						t0 := time.Now()
-						if _, err := c.Write(req); err != nil {
-							return err
-						}
-						if _, err := io.ReadFull(c, resp); err != nil {
-							return err
-						}
-						l.transaction(time.Since(t0), 2*size)
-					}
-					return nil
-				})
-			})
-		}
-		return nil
-	}
-	// udp sockets open now, so a bad address fails the start.
-	conns := make([]net.Conn, 0, flows)
-	for range flows {
-		c, err := a.dial(ctx, l.spec, "udp4")
-		if err != nil {
-			for _, c := range conns {
-				c.Close()
-			}
-			return err
-		}
-		conns = append(conns, c)
-	}
-	for _, c := range conns {
-		context.AfterFunc(ctx, func() { c.Close() })
-		l.spawn(func() { l.udpClient(ctx, c, size, newPacer(l.spec.Rate, flows)) })
-	}
-	return nil
-}
-
-// udpClient does one request at a time on c. A response missing after
-// rrTimeout counts an error and is given up; a late one for an earlier
-// request is skipped by its sequence number.
-func (l *load) udpClient(ctx context.Context, c net.Conn, size int, p *pacer) {
-	req, resp := make([]byte, size), make([]byte, rrMaxUDP)
-	for seq := uint64(1); p.wait(ctx); seq++ {
-		binary.LittleEndian.PutUint64(req, seq)
-		t0 := time.Now()
-		c.SetReadDeadline(t0.Add(rrTimeout))
-		_, err := c.Write(req)
-		for err == nil {
-			var n int
-			n, err = c.Read(resp)
-			if err == nil && n >= 8 && binary.LittleEndian.Uint64(resp) == seq {
-				break
-			}
 		}
 		if err == nil {
-			l.transaction(time.Since(t0), 2*size)
+			err = unix.Sendto(fd, buf[:n], 0, from)
+		}
+		if err != nil {
+			l.errors.Add(1)
+			sleep(ctx, time.Millisecond)
 			continue
 		}
-		if ctx.Err() != nil {
-			return
-		}
-		l.errors.Add(1)
-		if !errors.Is(err, os.ErrDeadlineExceeded) {
-			sleep(ctx, retryDelay) // ECONNREFUSED from an ICMP port unreachable returns at once
-		}
+		l.bytes.Add(2 * uint64(n))
+		l.count(1)
 	}
-}
-
-// transaction counts one request/response that took d and moved bytes.
-// The latency and the packet count change together under l.mu, so stats
-// always has Latency.Count == Packets.
-func (l *load) transaction(d time.Duration, bytes int) {
-	l.bytes.Add(uint64(bytes))
-	l.mu.Lock()
-	l.lat.Record(d)
-	l.countLocked(1)
-	l.mu.Unlock()
 }

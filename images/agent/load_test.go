@@ -111,68 +111,6 @@ func TestTCPSendReconnects(t *testing.T) {
 	}
 }
 
-func TestRR(t *testing.T) {
-	for _, tc := range []struct {
-		name, proto       string
-		flows, rate, size int
-		cpu               int
-	}{
-		{"udp closed loop", "udp", 2, 0, 0, -1},
-		{"udp default proto paced", "", 1, 1000, 200, 0},
-		{"tcp closed loop", "tcp", 2, 0, 0, -1},
-		{"tcp paced pinned", "tcp", 4, 2000, 1000, 1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			a := newAgent()
-			port := freePort(t, "tcp4")
-			if tc.proto != "tcp" {
-				port = freePort(t, "udp4")
-			}
-			st := runLoads(t, a, 500*time.Millisecond,
-				wire.Load{Name: "srv", Kind: wire.LoadRRServer, Addr: "127.0.0.1", Port: port,
-					Size: tc.size, CPU: tc.cpu, Proto: tc.proto},
-				wire.Load{Name: "cli", Kind: wire.LoadRRClient, Addr: "127.0.0.1", Port: port,
-					Flows: tc.flows, Rate: tc.rate, Size: tc.size, CPU: tc.cpu, Proto: tc.proto})
-			cli, srv := st["cli"], st["srv"]
-			l := cli.Latency
-			if l == nil {
-				t.Fatalf("client has no latency: %+v", cli)
-			}
-			t.Logf("%d transactions, %d errors, latency p50 %.1fus p90 %.1fus p99 %.1fus p99.9 %.1fus max %.1fus",
-				cli.Packets, cli.Errors, l.P50, l.P90, l.P99, l.P999, l.Max)
-			if cli.Packets == 0 || cli.Bytes == 0 || srv.Packets == 0 || srv.Bytes == 0 {
-				t.Errorf("nothing moved: client %+v server %+v", cli, srv)
-			}
-			if l.Count != cli.Packets {
-				t.Errorf("latency count %d, want the %d transactions", l.Count, cli.Packets)
-			}
-			if !(0 < l.P50 && l.P50 <= l.P99 && l.P99 <= l.Max) {
-				t.Errorf("want 0 < p50 <= p99 <= max: %+v", l)
-			}
-			if cli.Errors+srv.Errors != 0 {
-				t.Errorf("errors: client %d server %d", cli.Errors, srv.Errors)
-			}
-			if srv.Latency != nil {
-				t.Errorf("server has latency %+v", srv.Latency)
-			}
-			if tc.rate > 0 && (cli.Packets < uint64(tc.rate)/4 || cli.Packets > uint64(tc.rate)*2/3) {
-				t.Errorf("%d transactions in 0.5 s at %d/s", cli.Packets, tc.rate)
-			}
-		})
-	}
-}
-
-func TestRRUDPWithoutServer(t *testing.T) {
-	a := newAgent()
-	port := freePort(t, "udp4")
-	st := runLoads(t, a, 300*time.Millisecond,
-		wire.Load{Name: "cli", Kind: wire.LoadRRClient, Addr: "127.0.0.1", Port: port, CPU: -1, Proto: "udp"})
-	cli := st["cli"]
-	if cli.Errors == 0 || cli.Packets != 0 || cli.Latency == nil || cli.Latency.Count != 0 {
-		t.Errorf("client without server: %+v latency %+v, want errors and no transactions", cli, cli.Latency)
-	}
-}
-
 func TestLoadSpecErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string

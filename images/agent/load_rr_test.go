@@ -1,0 +1,144 @@
+package main
+
+import (
+	"encoding/binary"
+	"net"
+	"testing"
+	"time"
+
+	"napilab/images/wire"
+)
+
+func TestRR(t *testing.T) {
+	for _, tc := range []struct {
+		name, proto       string
+		flows, rate, size int
+		cpu               int
+	}{
+		{"udp closed loop", "udp", 1, 0, 0, -1},
+		{"udp default proto paced 4 flows pinned", "", 4, 2000, 200, 1},
+		{"tcp closed loop", "tcp", 1, 0, 0, -1},
+		{"tcp closed loop 2 flows pinned", "tcp", 2, 0, 1000, 0},
+		{"tcp paced 4 flows", "tcp", 4, 2000, 0, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAgent()
+			port := freePort(t, "tcp4")
+			if tc.proto != "tcp" {
+				port = freePort(t, "udp4")
+			}
+			st := runLoads(t, a, 500*time.Millisecond,
+				wire.Load{Name: "srv", Kind: wire.LoadRRServer, Addr: "127.0.0.1", Port: port,
+					Size: tc.size, CPU: tc.cpu, Proto: tc.proto},
+				wire.Load{Name: "cli", Kind: wire.LoadRRClient, Addr: "127.0.0.1", Port: port,
+					Flows: tc.flows, Rate: tc.rate, Size: tc.size, CPU: tc.cpu, Proto: tc.proto})
+			cli, srv := st["cli"], st["srv"]
+			l := cli.Latency
+			if l == nil {
+				t.Fatalf("client has no latency: %+v", cli)
+			}
+			t.Logf("%d transactions, %d errors, latency p50 %.1fus p90 %.1fus p99 %.1fus p99.9 %.1fus max %.1fus",
+				cli.Packets, cli.Errors, l.P50, l.P90, l.P99, l.P999, l.Max)
+			if cli.Packets == 0 || cli.Bytes == 0 || srv.Packets == 0 || srv.Bytes == 0 {
+				t.Errorf("nothing moved: client %+v server %+v", cli, srv)
+			}
+			if l.Count != cli.Packets {
+				t.Errorf("latency count %d, want the %d transactions", l.Count, cli.Packets)
+			}
+			if !(0 < l.P50 && l.P50 <= l.P99 && l.P99 <= l.Max) {
+				t.Errorf("want 0 < p50 <= p99 <= max: %+v", l)
+			}
+			if cli.Errors+srv.Errors != 0 {
+				t.Errorf("errors: client %d server %d", cli.Errors, srv.Errors)
+			}
+			if srv.Latency != nil {
+				t.Errorf("server has latency %+v", srv.Latency)
+			}
+			if tc.rate > 0 && (cli.Packets < uint64(tc.rate)/4 || cli.Packets > uint64(tc.rate)*2/3) {
+				t.Errorf("%d transactions in 0.5 s at %d/s", cli.Packets, tc.rate)
+			}
+		})
+	}
+}
+
+func TestRRUDPWithoutServer(t *testing.T) {
+	a := newAgent()
+	port := freePort(t, "udp4")
+	st := runLoads(t, a, 300*time.Millisecond,
+		wire.Load{Name: "cli", Kind: wire.LoadRRClient, Addr: "127.0.0.1", Port: port, CPU: -1, Proto: "udp"})
+	cli := st["cli"]
+	if cli.Errors == 0 || cli.Packets != 0 || cli.Latency == nil || cli.Latency.Count != 0 {
+		t.Errorf("client without server: %+v latency %+v, want errors and no transactions", cli, cli.Latency)
+	}
+}
+
+
+// lossyEcho echoes UDP requests on c but drops every 50th; the next reply
+// after a drop is preceded by a late reply to the dropped request.
+func lossyEcho(c *net.UDPConn) {
+	buf := make([]byte, 2048)
+	var dropped []byte
+	for {
+		n, from, err := c.ReadFromUDP(buf)
+		if err != nil {
+			return
+		}
+		if binary.LittleEndian.Uint64(buf)%50 == 10 {
+			dropped = append([]byte(nil), buf[:n]...)
+			continue
+		}
+		if dropped != nil {
+			c.WriteToUDP(dropped, from)
+			dropped = nil
+		}
+		c.WriteToUDP(buf[:n], from)
+	}
+}
+
+func TestRRUDPLoss(t *testing.T) {
+	srv, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	go lossyEcho(srv)
+	a := newAgent()
+	st := runLoads(t, a, 700*time.Millisecond, wire.Load{Name: "cli", Kind: wire.LoadRRClient,
+		Addr: "127.0.0.1", Port: srv.LocalAddr().(*net.UDPAddr).Port, CPU: -1, Proto: "udp"})
+	cli := st["cli"]
+	t.Logf("%d transactions, %d lost, latency %+v", cli.Packets, cli.Errors, cli.Latency)
+	// Each loss stalls the client rrTimeout: 2 to 4 of them in 0.7 s.
+	if cli.Errors < 2 || cli.Errors > 4 || cli.Packets < 2*cli.Errors*49 || cli.Latency.Count != cli.Packets {
+		t.Errorf("want 2-4 losses, 49 transactions around each, latency count == transactions")
+	}
+	if cli.Latency.Max >= float64(rrTimeout/time.Microsecond) {
+		t.Errorf("max latency %v us: a lost request was recorded", cli.Latency.Max)
+	}
+}
+
+func TestRRTCPReconnects(t *testing.T) {
+	a := newAgent()
+	port := freePort(t, "tcp4")
+	cli := wire.Load{Name: "cli", Kind: wire.LoadRRClient, Addr: "127.0.0.1", Port: port, CPU: -1, Proto: "tcp"}
+	if err := a.startLoad(cli); err != nil {
+		t.Fatal(err)
+	}
+	defer a.stopAll()
+	time.Sleep(100 * time.Millisecond) // refused, every retryDelay
+	srv := wire.Load{Name: "srv", Kind: wire.LoadRRServer, Addr: "127.0.0.1", Port: port, CPU: -1, Proto: "tcp"}
+	if err := a.startLoad(srv); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	a.stopLoad("srv") // resets the connection: the client counts it and dials again
+	time.Sleep(50 * time.Millisecond)
+	st := runLoads(t, a, 200*time.Millisecond, srv)
+	cliSt, err := a.stopLoad("cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("client %d transactions %d errors, second server %d", cliSt.Packets, cliSt.Errors, st["srv"].Packets)
+	if cliSt.Errors < 5 || st["srv"].Packets == 0 || cliSt.Latency.Count != cliSt.Packets {
+		t.Errorf("want refusals, then transactions with the second server, latency count == transactions")
+	}
+}

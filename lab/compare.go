@@ -1,0 +1,143 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"napilab/images"
+	"napilab/results"
+	"napilab/runner"
+	"napilab/scenarios"
+)
+
+type compareOptions struct {
+	kernels []string
+	params  []string
+	aParams []string
+	bParams []string
+	repeat  int
+	out     string
+	accel   string
+	alpha   float64
+	seed    int64
+}
+
+func newCompareCmd(g *globalOptions) *cobra.Command {
+	o := &compareOptions{}
+	cmd := &cobra.Command{
+		Use:   "compare SCENARIO --kernels A,B [--repeat N]",
+		Short: "Run a scenario on two kernels (or two parameter sets) interleaved and compare every figure",
+		Long: `Runs the scenario on A and B in the order A B A B … (--repeat times each), then prints per figure
+the median and quartiles of each side, the ratio B/A with a bootstrap 95% interval, and a two-sided
+Mann-Whitney U p-value; a difference counts as beyond the noise when both agree. With one kernel,
+--a-param/--b-param make the two sides differ by scenario parameters instead (e.g. threaded=0 vs 1).
+The table is also written as compare.json and compare.md in the comparison folder.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return compare(cmd, g, o, args[0])
+		},
+	}
+	cmd.Flags().StringSliceVar(&o.kernels, "kernels", []string{"kernels/stock-6.1.yaml"}, "kernel specs A,B (B defaults to A)")
+	cmd.Flags().StringArrayVarP(&o.params, "param", "p", nil, "parameter for both sides name=value")
+	cmd.Flags().StringArrayVar(&o.aParams, "a-param", nil, "parameter for side A only")
+	cmd.Flags().StringArrayVar(&o.bParams, "b-param", nil, "parameter for side B only")
+	cmd.Flags().IntVarP(&o.repeat, "repeat", "n", 5, "runs per side")
+	cmd.Flags().StringVarP(&o.out, "out", "o", "results/runs", "folder for the comparison folder")
+	cmd.Flags().StringVar(&o.accel, "accel", "", "kvm or tcg")
+	cmd.Flags().Float64Var(&o.alpha, "alpha", 0.05, "significance level of the rank test")
+	cmd.Flags().Int64Var(&o.seed, "seed", 1, "bootstrap seed")
+	return cmd
+}
+
+// side resolves one arm: its kernel, scenario and run configuration.
+func side(cmd *cobra.Command, g *globalOptions, kernel string, file string, common, own []string, img *images.Image, accel, tag string) (runner.Arm, error) {
+	params, err := parseParams(append(append([]string{}, common...), own...))
+	if err != nil {
+		return runner.Arm{}, err
+	}
+	s, err := scenarios.Open(file, params)
+	if err != nil {
+		return runner.Arm{}, err
+	}
+	k, spec, err := buildKernel(cmd.Context(), g, kernel, 0, progressWriter(cmd.ErrOrStderr(), false))
+	if err != nil {
+		return runner.Arm{}, err
+	}
+	label := spec.Name
+	if len(own) > 0 {
+		label += " " + strings.Join(own, " ")
+	}
+	return runner.Arm{Label: label, Tag: tag, Cfg: runner.Config{
+		Scenario: s, Kernel: results.Kernel{Spec: spec.Name, Key: k.Key, BzImage: k.BzImage}, Cmdline: spec.Cmdline,
+		Initramfs: img.Path, ImageHash: img.Hash, Accel: accel, Params: params,
+	}}, nil
+}
+
+func compare(cmd *cobra.Command, g *globalOptions, o *compareOptions, file string) error {
+	if len(o.kernels) == 1 {
+		o.kernels = append(o.kernels, o.kernels[0])
+	}
+	if len(o.kernels) != 2 || o.repeat < 1 {
+		return fmt.Errorf("want --kernels A,B and --repeat >= 1")
+	}
+	if o.kernels[0] == o.kernels[1] && len(o.aParams)+len(o.bParams) == 0 {
+		return fmt.Errorf("both sides are the same: give two kernels or --a-param/--b-param")
+	}
+	img, err := images.Build(cmd.Context(), images.Options{CacheDir: g.cache()})
+	if err != nil {
+		return err
+	}
+	var arms [2]runner.Arm
+	for i, tag := range []string{"a", "b"} {
+		own := o.aParams
+		if tag == "b" {
+			own = o.bParams
+		}
+		if arms[i], err = side(cmd, g, o.kernels[i], file, o.params, own, img, o.accel, tag); err != nil {
+			return err
+		}
+	}
+	if arms[0].Label == arms[1].Label {
+		arms[1].Label += " (B)"
+	}
+	stderr := cmd.ErrOrStderr()
+	dir := filepath.Join(o.out, fmt.Sprintf("%s-compare-%s", time.Now().Format("20060102-150405"), arms[0].Cfg.Scenario.Name))
+	runs, err := runner.Interleave(cmd.Context(), arms, dir, o.repeat, func(a runner.Arm, i int, r *results.Result) {
+		fmt.Fprintf(stderr, "%s-%d %-30s %s (%.1fs)\n", a.Tag, i, a.Label, r.Verdict, r.Timings.Total)
+	})
+	if err != nil {
+		return &exitCodeError{code: exitError, err: err}
+	}
+	c := results.Compare(arms[0].Label, arms[1].Label, runner.Samples(runs), o.alpha, o.seed)
+	c.WriteText(cmd.OutOrStdout())
+	if err := writeComparison(dir, c); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "comparison folder: %s\n", dir)
+	return nil
+}
+
+func writeComparison(dir string, c *results.Comparison) error {
+	j, err := os.Create(filepath.Join(dir, "compare.json"))
+	if err != nil {
+		return err
+	}
+	if err := c.WriteJSON(j); err != nil {
+		j.Close()
+		return err
+	}
+	if err := j.Close(); err != nil {
+		return err
+	}
+	m, err := os.Create(filepath.Join(dir, "compare.md"))
+	if err != nil {
+		return err
+	}
+	c.WriteMarkdown(m)
+	return m.Close()
+}

@@ -1,0 +1,55 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"napilab/results"
+)
+
+// Arm is one side of a comparison: a kernel and scenario parameters.
+type Arm struct {
+	Label string // how tables name it: the kernel spec, plus parameters when they differ
+	Tag   string // run folder prefix: a or b
+	Cfg   Config
+}
+
+// Interleave runs both arms repeat times in the order A B A B …, so slow
+// drifts of the host (other load, caches, thermal) fall on both alike.
+// Each run gets outDir/<tag>-<i>. It stops when ctx ends or a run is an
+// ERROR of the lab itself.
+func Interleave(ctx context.Context, arms [2]Arm, outDir string, repeat int, each func(a Arm, i int, r *results.Result)) (map[string][]*results.Result, error) {
+	runs := map[string][]*results.Result{}
+	for i := 1; i <= repeat; i++ {
+		for _, arm := range arms {
+			cfg := arm.Cfg
+			cfg.OutDir = filepath.Join(outDir, fmt.Sprintf("%s-%d", arm.Tag, i))
+			r := Run(ctx, cfg)
+			runs[arm.Label] = append(runs[arm.Label], r)
+			if each != nil {
+				each(arm, i, r)
+			}
+			if ctx.Err() != nil {
+				return runs, ctx.Err()
+			}
+			if r.Verdict == results.Error {
+				return runs, fmt.Errorf("run %s-%d (%s): %v", arm.Tag, i, arm.Label, r.Reasons)
+			}
+		}
+	}
+	return runs, nil
+}
+
+// Samples turns each arm's figures into comparison samples.
+func Samples(runs map[string][]*results.Result) []results.Sample {
+	var out []results.Sample
+	for label, rs := range runs {
+		for i, r := range rs {
+			for name, v := range r.Figures {
+				out = append(out, results.Sample{Metric: name, Kernel: label, Run: i + 1, Value: v})
+			}
+		}
+	}
+	return out
+}
