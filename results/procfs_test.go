@@ -46,7 +46,11 @@ func TestParseSoftirqsRejects(t *testing.T) {
 var fixtures = []struct{ source, file string }{
 	{"softirqs", "softirqs-6.1"},
 	{"softnet_stat", "softnet_stat-6.1"},
+	{"softnet_stat", "softnet_stat-6.12-composed"},
 	{"softnet_stat", "softnet_stat-6.12"},
+	{"softirqs", "softirqs-6.12"},
+	{"interrupts", "interrupts-6.12"},
+	{"snmp", "snmp-6.12"},
 	{"interrupts", "interrupts-6.1"},
 	{"snmp", "snmp-6.1"},
 	{"tasks:ksoftirqd/", "tasks-ksoftirqd"},
@@ -74,7 +78,7 @@ func TestParseSourceFixtures(t *testing.T) {
 		{"softnet_stat-6.1", 7, map[string][]float64{"processed": {0xc9a, 0x2824}, "dropped": {0, 0},
 			"time_squeeze": {0x13, 0x1d}, "received_rps": {0, 571}, "flow_limit_count": {0, 0},
 			"backlog_len": {0, 0}, "cpu": {0, 1}}, []string{"input_qlen", "process_qlen", ""}},
-		{"softnet_stat-6.12", 9, map[string][]float64{"processed": {20282, 41412}, "dropped": {0, 5},
+		{"softnet_stat-6.12-composed", 9, map[string][]float64{"processed": {20282, 41412}, "dropped": {0, 5},
 			"time_squeeze": {39, 62}, "received_rps": {17, 726}, "flow_limit_count": {0, 2},
 			"backlog_len": {3, 0}, "cpu": {0, 1}, "input_qlen": {2, 0}, "process_qlen": {1, 0}}, nil},
 		{"interrupts-6.1", 28, map[string][]float64{"CAL": {1387, 1836}, "RES": {4, 29}, "LOC": {2952, 3579},
@@ -220,4 +224,36 @@ func FuzzParseSource(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReal612Captures checks exact values of files read from the lab's
+// stock-6.12 guest (2 CPUs, 2 MSI-X queue pairs).
+func TestReal612Captures(t *testing.T) {
+	for _, tc := range []struct {
+		source, file, field string
+		cpu                 int
+		want                float64
+	}{
+		{"softnet_stat", "softnet_stat-6.12", "processed", 0, 0x18cb},
+		{"softnet_stat", "softnet_stat-6.12", "processed", 1, 0x2042},
+		{"softnet_stat", "softnet_stat-6.12", "time_squeeze", 1, 0x2b},
+		{"softnet_stat", "softnet_stat-6.12", "input_qlen", -1, 0},
+		{"softnet_stat", "softnet_stat-6.12", "cpu", 1, 1},
+		{"interrupts", "interrupts-6.12", "CAL", 1, 1797},
+		{"interrupts", "interrupts-6.12", "virtio2-input.1", 1, 1017},
+		{"snmp", "snmp-6.12", "Udp.InDatagrams", -1, 14583},
+		{"softirqs", "softirqs-6.12", "NET_RX", -1, 5963 + 5875},
+	} {
+		b, err := os.ReadFile("testdata/proc/" + tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ParseSource(tc.source, string(b))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		if got, ok := s.Value(tc.field, tc.cpu); !ok || got != tc.want {
+			t.Errorf("%s %s cpu %d = %v, %v; want %v", tc.file, tc.field, tc.cpu, got, ok, tc.want)
+		}
+	}
 }

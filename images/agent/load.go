@@ -239,10 +239,10 @@ func (a *agent) stopLoad(name string) (*wire.LoadStats, error) {
 	if !ok {
 		return nil, fmt.Errorf("no load %q running", name)
 	}
-	st := l.stats()
+	// Stop first so the counts include everything the load did.
 	l.cancel()
 	<-l.done
-	return st, nil
+	return l.stats(), nil
 }
 
 func (a *agent) stopAll() {

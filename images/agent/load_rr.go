@@ -94,7 +94,7 @@ func startRRServer(a *agent, ctx context.Context, l *load) error {
 // peer closes or ctx ends.
 func (l *load) tcpEcho(ctx context.Context, fd, size int) error {
 	buf := make([]byte, size)
-	for {
+	for ctx.Err() == nil {
 		if err := rawReadFull(ctx, fd, buf); err != nil {
 			return err
 		}
@@ -104,6 +104,7 @@ func (l *load) tcpEcho(ctx context.Context, fd, size int) error {
 		l.bytes.Add(2 * uint64(size))
 		l.count(1)
 	}
+	return nil
 }
 
 // udpEcho sends every datagram on fd back to its sender until ctx ends,

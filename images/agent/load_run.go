@@ -54,8 +54,8 @@ func (l *load) spawn(fn func()) {
 }
 
 // pin locks the calling goroutine to its thread and the thread to the load's
-// CPU for good: the thread exits with the goroutine. CPU < 0 pins nothing,
-// which spares rr latency the hand-off to a locked thread.
+// CPU for good: the thread exits with the goroutine. CPU < 0 pins nothing
+// (the udp kinds lock their thread even then).
 func (l *load) pin() {
 	if l.spec.CPU < 0 {
 		return

@@ -1,0 +1,371 @@
+package patches
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
+	netmail "net/mail"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// mail is one parsed mail of an mbox.
+type mail struct {
+	patch    Patch
+	n, m     int  // [PATCH n/m]
+	version  int  // [PATCH v2 ...], 1 when unversioned
+	numbered bool // the subject has n/m
+	reply    bool // Re: ...
+	hasDiff  bool
+}
+
+var (
+	// fromLineRe matches an mbox separator as git mailsplit does: "From <id> <date with hh:mm> <year>".
+	fromLineRe = regexp.MustCompile(`^From \S+ .*\d\d:\d\d.* \d{4}\s*$`)
+	// mboxrdRe matches body lines that mboxrd escaped with '>'.
+	mboxrdRe = regexp.MustCompile(`^>+From `)
+	// replyRe matches reply and forward prefixes.
+	replyRe = regexp.MustCompile(`(?i)^\s*(re|aw|fwd?):\s*`)
+	// bracketRe matches one leading [...] group of a subject.
+	bracketRe = regexp.MustCompile(`^\s*\[([^\]]*)\]\s*`)
+	// numberRe and versionRe match bracket words: "3/5", "v2".
+	numberRe  = regexp.MustCompile(`^(\d+)/(\d+)$`)
+	versionRe = regexp.MustCompile(`^[vV](\d+)$`)
+	// headerStartRe matches the first line of a patch file that starts with mail headers.
+	headerStartRe = regexp.MustCompile(`(?i)^(from|subject|date|message-id|author):[ \t]`)
+)
+
+// splitMbox splits data at mbox "From " separator lines; it returns nil when
+// data does not start with one, i.e. is not a mail file.
+func splitMbox(data []byte) [][]byte {
+	if !fromLineRe.Match(firstLine(data)) {
+		return nil
+	}
+	var mails [][]byte
+	start, prevBlank := 0, true
+	for off := 0; off < len(data); {
+		end := bytes.IndexByte(data[off:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += off + 1
+		}
+		line := data[off:end]
+		if prevBlank && off > start && fromLineRe.Match(bytes.TrimRight(line, "\r\n")) {
+			mails = append(mails, data[start:off])
+			start = off
+		}
+		prevBlank = len(bytes.TrimSpace(line)) == 0
+		off = end
+	}
+	return append(mails, data[start:])
+}
+
+// patchesFromMails keeps the patch mails of an mbox, newest version only, ordered by n.
+func patchesFromMails(file string, raws [][]byte) ([]Patch, error) {
+	var keep []mail
+	covers := 0
+	for i, raw := range raws {
+		m, err := parseMail(file, raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: mail %d: %w", file, i+1, err)
+		}
+		switch {
+		case m.reply:
+		case m.numbered && m.n == 0:
+			covers++
+		case !m.hasDiff && m.numbered:
+			return nil, fmt.Errorf("%s: mail %d (%q) is numbered %d/%d but holds no diff", file, i+1, m.patch.Subject, m.n, m.m)
+		case m.hasDiff:
+			keep = append(keep, m)
+		}
+	}
+	if len(keep) == 0 {
+		if covers > 0 {
+			return nil, fmt.Errorf("%s: %w", file, errCoverLetter)
+		}
+		return nil, fmt.Errorf("%s: no patch mails: want mails with a unified diff, subjects like [PATCH n/m]", file)
+	}
+	newest := 0
+	for _, m := range keep {
+		newest = max(newest, m.version)
+	}
+	var ms []mail
+	for _, m := range keep {
+		if m.version == newest {
+			ms = append(ms, m)
+		}
+	}
+	if len(ms) > 1 {
+		if err := checkNumbering(file, ms); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Patch, len(ms))
+	for i, m := range ms {
+		out[i] = m.patch
+	}
+	return out, nil
+}
+
+// checkNumbering sorts the mails of one version by n and checks that 1..m are all there once.
+func checkNumbering(file string, ms []mail) error {
+	for _, m := range ms {
+		if !m.numbered {
+			return fmt.Errorf("%s: mail %q is not numbered: an mbox of several patches needs [PATCH n/m] subjects", file, m.patch.Subject)
+		}
+	}
+	sortMails(ms)
+	total := ms[0].m
+	for i, m := range ms {
+		if m.m != total {
+			return fmt.Errorf("%s: mails disagree on the series length: %d/%d and %d/%d", file, ms[0].n, total, m.n, m.m)
+		}
+		if i > 0 && m.n == ms[i-1].n {
+			return fmt.Errorf("%s: two mails for patch %d/%d: %q and %q", file, m.n, m.m, ms[i-1].patch.Subject, m.patch.Subject)
+		}
+		if m.n != i+1 {
+			return fmt.Errorf("%s: patch %d/%d is missing from the mbox", file, i+1, total)
+		}
+	}
+	if len(ms) != total {
+		return fmt.Errorf("%s: patch %d/%d is missing from the mbox", file, len(ms)+1, total)
+	}
+	return nil
+}
+
+// parseMail parses one mail of an mbox: headers, decoded body, in-body headers.
+func parseMail(file string, raw []byte) (mail, error) {
+	_, rest, _ := bytes.Cut(raw, []byte("\n")) // the "From " separator
+	msg, err := netmail.ReadMessage(bytes.NewReader(unescapeMboxrd(rest)))
+	if err != nil {
+		return mail{}, fmt.Errorf("failed to parse mail headers: %w", err)
+	}
+	body, err := decodeBody(msg.Header, msg.Body)
+	if err != nil {
+		return mail{}, err
+	}
+	var m mail
+	m.patch = Patch{File: file, Diff: body, Date: msg.Header.Get("Date"),
+		Author: decodeAddress(msg.Header.Get("From"))}
+	subject := decodeWords(msg.Header.Get("Subject"))
+	text := applyInBody(&m.patch, &subject, string(body))
+	m.patch.Subject, m.n, m.m, m.version, m.numbered, m.reply = parseSubject(subject)
+	m.patch.Message = commitMessage(text)
+	m.hasDiff = hasDiff(body)
+	return m, nil
+}
+
+// parsePlain parses a patch file without an mbox separator: a quilt patch with
+// or without mail-style headers, or a bare diff. The whole file is the diff.
+func parsePlain(file string, data []byte) (Patch, error) {
+	p := Patch{File: file, Diff: data}
+	text := string(data)
+	var subject string
+	numbered, n := false, 0
+	if headerStartRe.Match(firstLine(data)) {
+		if msg, err := netmail.ReadMessage(bytes.NewReader(data)); err == nil {
+			p.Date = msg.Header.Get("Date")
+			p.Author = decodeAddress(msg.Header.Get("From"))
+			subject = decodeWords(msg.Header.Get("Subject"))
+			body, _ := io.ReadAll(msg.Body)
+			text = applyInBody(&p, &subject, string(body))
+			p.Subject, n, _, _, numbered, _ = parseSubject(subject)
+		}
+	}
+	if !hasDiff(data) {
+		if numbered && n == 0 {
+			return Patch{}, fmt.Errorf("%s: %w", file, errCoverLetter)
+		}
+		return Patch{}, fmt.Errorf("%s: no diff found: want a unified diff, a git format-patch mail or an mbox of [PATCH n/m] mails", file)
+	}
+	p.Message = commitMessage(text)
+	if p.Subject == "" {
+		// A bare diff with a description: its first line is the subject.
+		first, rest, _ := strings.Cut(p.Message, "\n")
+		p.Subject, p.Message = strings.TrimSpace(first), strings.TrimSpace(rest)
+	}
+	if p.Subject == "" {
+		p.Subject = seriesName(filepath.Base(file))
+	}
+	return p, nil
+}
+
+// parseSubject strips reply prefixes and leading [...] groups, reading the
+// numbering and version from them: "[PATCH net-next v2 3/5] x" -> "x", 3, 5, 2.
+func parseSubject(s string) (subject string, n, m, version int, numbered, reply bool) {
+	version = 1
+	for {
+		if loc := replyRe.FindStringIndex(s); loc != nil {
+			s, reply = s[loc[1]:], true
+			continue
+		}
+		g := bracketRe.FindStringSubmatch(s)
+		if g == nil {
+			break
+		}
+		s = s[len(g[0]):]
+		for _, w := range strings.Fields(g[1]) {
+			if nm := numberRe.FindStringSubmatch(w); nm != nil {
+				n, _ = strconv.Atoi(nm[1])
+				m, _ = strconv.Atoi(nm[2])
+				numbered = true
+			} else if v := versionRe.FindStringSubmatch(w); v != nil {
+				version, _ = strconv.Atoi(v[1])
+			}
+		}
+	}
+	return strings.TrimSpace(s), n, m, version, numbered, reply
+}
+
+// applyInBody reads git's in-body headers (From:, Date:, Subject: lines
+// followed by a blank line at the top of the body) and returns the rest.
+func applyInBody(p *Patch, subject *string, body string) string {
+	got := map[string]string{}
+	rest := body
+	for {
+		line, after, ok := strings.Cut(rest, "\n")
+		line = strings.TrimRight(line, "\r")
+		if line == "" && len(got) > 0 {
+			if v, ok := got["from"]; ok {
+				p.Author = decodeAddress(v)
+			}
+			if v, ok := got["date"]; ok {
+				p.Date = v
+			}
+			if v, ok := got["subject"]; ok {
+				*subject = decodeWords(v)
+			}
+			return after
+		}
+		key, val, isHeader := strings.Cut(line, ": ")
+		key = strings.ToLower(key)
+		if !ok || !isHeader || key != "from" && key != "date" && key != "subject" {
+			return body
+		}
+		got[key], rest = val, after
+	}
+}
+
+// commitMessage returns the text before the diff: up to "---", "diff --git" or "--- a/".
+func commitMessage(text string) string {
+	lines := strings.Split(text, "\n")
+	var out []string
+	for i, l := range lines {
+		l = strings.TrimRight(l, "\r")
+		if l == "---" || strings.HasPrefix(l, "diff --git ") || strings.HasPrefix(l, "Index: ") ||
+			strings.HasPrefix(l, "--- ") && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ ") {
+			break
+		}
+		out = append(out, l)
+	}
+	return strings.TrimSpace(strings.Join(out, "\n"))
+}
+
+// hasDiff reports whether data holds a diff: a "diff --git" line or a "---"/"+++" pair.
+func hasDiff(data []byte) bool {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<20)
+	prevMinus := false
+	for sc.Scan() {
+		l := sc.Text()
+		if strings.HasPrefix(l, "diff --git ") || prevMinus && strings.HasPrefix(l, "+++ ") {
+			return true
+		}
+		prevMinus = strings.HasPrefix(l, "--- ")
+	}
+	return false
+}
+
+// decodeBody returns the text of a mail body: transfer encoding undone,
+// and for multipart mails the text parts (message, attached patch) joined.
+func decodeBody(h netmail.Header, r io.Reader) ([]byte, error) {
+	mt, params, err := mime.ParseMediaType(h.Get("Content-Type"))
+	if err != nil || !strings.HasPrefix(mt, "multipart/") {
+		return decodeTransfer(h.Get("Content-Transfer-Encoding"), r)
+	}
+	mr := multipart.NewReader(r, params["boundary"])
+	var out []byte
+	for {
+		part, err := mr.NextPart() // undoes quoted-printable itself
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("failed to read multipart mail: %w", err)
+		}
+		if pt, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type")); pt != "" && !strings.HasPrefix(pt, "text/") {
+			continue
+		}
+		data, err := decodeTransfer(part.Header.Get("Content-Transfer-Encoding"), part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, data...)
+	}
+}
+
+// decodeTransfer undoes a Content-Transfer-Encoding.
+func decodeTransfer(cte string, r io.Reader) ([]byte, error) {
+	switch strings.ToLower(strings.TrimSpace(cte)) {
+	case "quoted-printable":
+		r = quotedprintable.NewReader(r)
+	case "base64":
+		r = base64.NewDecoder(base64.StdEncoding, r)
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("failed to decode mail body (%s): %w", cte, err)
+	}
+	return data, nil
+}
+
+// decodeWords decodes RFC 2047 encoded words; undecodable text stays as is.
+func decodeWords(s string) string {
+	if out, err := new(mime.WordDecoder).DecodeHeader(s); err == nil {
+		return strings.TrimSpace(out)
+	}
+	return strings.TrimSpace(s)
+}
+
+// decodeAddress renders a From: value as "Name <address>".
+func decodeAddress(s string) string {
+	if s == "" {
+		return ""
+	}
+	a, err := netmail.ParseAddress(s)
+	if err != nil {
+		return decodeWords(s)
+	}
+	if a.Name == "" {
+		return a.Address
+	}
+	return a.Name + " <" + a.Address + ">"
+}
+
+// unescapeMboxrd drops one '>' from body lines like ">From " (mboxrd quoting).
+func unescapeMboxrd(data []byte) []byte {
+	if !bytes.Contains(data, []byte(">From ")) {
+		return data
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	for i, l := range lines {
+		if mboxrdRe.Match(l) {
+			lines[i] = l[1:]
+		}
+	}
+	return bytes.Join(lines, nil)
+}
+
+// firstLine returns data's first line without its line ending.
+func firstLine(data []byte) []byte {
+	line, _, _ := bytes.Cut(data, []byte("\n"))
+	return bytes.TrimRight(line, "\r")
+}
