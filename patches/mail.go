@@ -43,13 +43,15 @@ var (
 )
 
 // splitMbox splits data at mbox "From " separator lines; it returns nil when
-// data does not start with one, i.e. is not a mail file.
+// data does not start with one, i.e. is not a mail file. Like git mailsplit it
+// does not insist on a blank line before a separator: the date pattern is
+// strict enough, and mboxrd escapes "From " at the start of body lines.
 func splitMbox(data []byte) [][]byte {
 	if !fromLineRe.Match(firstLine(data)) {
 		return nil
 	}
 	var mails [][]byte
-	start, prevBlank := 0, true
+	start := 0
 	for off := 0; off < len(data); {
 		end := bytes.IndexByte(data[off:], '\n')
 		if end < 0 {
@@ -58,11 +60,10 @@ func splitMbox(data []byte) [][]byte {
 			end += off + 1
 		}
 		line := data[off:end]
-		if prevBlank && off > start && fromLineRe.Match(bytes.TrimRight(line, "\r\n")) {
+		if off > start && fromLineRe.Match(bytes.TrimRight(line, "\r\n")) {
 			mails = append(mails, data[start:off])
 			start = off
 		}
-		prevBlank = len(bytes.TrimSpace(line)) == 0
 		off = end
 	}
 	return append(mails, data[start:])

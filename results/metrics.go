@@ -20,6 +20,7 @@ const (
 	SourceSoftnet    = "softnet_stat"
 	SourceInterrupts = "interrupts"
 	SourceSNMP       = "snmp"
+	SourceNetdev     = "netdev"
 	TasksPrefix      = "tasks:"
 )
 
@@ -48,10 +49,12 @@ func ParseSource(source, text string) (Series, error) {
 		return parseInterrupts(text)
 	case src == SourceSNMP:
 		return parseSNMP(text)
+	case src == SourceNetdev:
+		return parseNetdev(text)
 	case strings.HasPrefix(src, TasksPrefix):
 		return parseTasks(text)
 	}
-	return nil, fmt.Errorf("unknown source %q, want softirqs, softnet_stat, interrupts, snmp or tasks:<prefix>", source)
+	return nil, fmt.Errorf("unknown source %q, want softirqs, softnet_stat, interrupts, snmp, netdev or tasks:<prefix>", source)
 }
 
 // Value returns a field's value on one CPU (cpu >= 0) or summed over CPUs (cpu < 0).
@@ -128,12 +131,13 @@ var (
 	softirqNames  = []string{"HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"}
 	softnetFields = []string{"processed", "dropped", "time_squeeze", "received_rps", "flow_limit_count",
 		"backlog_len", "input_qlen", "process_qlen"}
-	familyNames = []string{"softirqs", "softnet", "interrupts", "snmp", "ksoftirqd", "napi"}
+	familyNames = []string{"softirqs", "softnet", "interrupts", "snmp", "netdev", "ksoftirqd", "napi"}
 	families    = map[string]family{
 		"softirqs":   {SourceSoftirqs, softirqNames, true},
 		"softnet":    {SourceSoftnet, softnetFields, true},
 		"interrupts": {SourceInterrupts, nil, true},
 		"snmp":       {SourceSNMP, nil, false},
+		"netdev":     {SourceNetdev, nil, false},
 		"ksoftirqd":  {TasksPrefix + "ksoftirqd/", []string{"cpu_seconds"}, true},
 		"napi":       {TasksPrefix + "napi/", []string{"cpu_seconds"}, false},
 	}
@@ -221,6 +225,8 @@ var KnownMetrics = []MetricDoc{
 		"packets waiting in process_queue when sampled (15 column kernels: 6.4 on)"},
 	{"interrupts.<ROW>[.cpuN]", "/proc/interrupts", "count", true,
 		"interrupts: named rows (CAL function-call IPIs, RES, LOC, TLB, NMI, ERR) or IRQ action names (virtio2-input.0), summed over IRQs sharing a name"},
+	{"netdev.<dev>.<counter>", "/proc/net/dev", "count", false,
+		"per-device counters of the root namespace: rx_packets, rx_bytes, rx_drop, rx_errs, tx_packets, tx_drop, ... (netdev.eth0.rx_packets)"},
 	{"snmp.<Group>.<Name>", "/proc/net/snmp", "count", false,
 		"protocol counters such as Udp.InDatagrams, Udp.RcvbufErrors, Ip.InReceives (Tcp.MaxConn is -1)"},
 	{"ksoftirqd.cpu_seconds[.cpuN]", "/proc/PID/stat of ksoftirqd/N", "seconds", true,

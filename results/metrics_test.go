@@ -38,7 +38,7 @@ func TestParseMetric(t *testing.T) {
 func TestParseMetricRejects(t *testing.T) {
 	for _, tc := range []struct{ name, wantErr string }{
 		{"", "unknown metric source"},
-		{"softirq.NET_RX", "want one of softirqs, softnet, interrupts, snmp, ksoftirqd, napi"},
+		{"softirq.NET_RX", "want one of softirqs, softnet, interrupts, snmp, netdev, ksoftirqd, napi"},
 		{"softnet_stat.dropped", "unknown metric source"},
 		{"softirqs", "unknown softirqs field \"\""},
 		{"softirqs.NET_RXX", "want one of HI, TIMER, NET_TX, NET_RX"},

@@ -264,3 +264,33 @@ func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
 }
+
+// netdevColumns are /proc/net/dev's columns after "dev:".
+var netdevColumns = []string{"rx_bytes", "rx_packets", "rx_errs", "rx_drop", "rx_fifo", "rx_frame", "rx_compressed", "rx_multicast",
+	"tx_bytes", "tx_packets", "tx_errs", "tx_drop", "tx_fifo", "tx_colls", "tx_carrier", "tx_compressed"}
+
+// parseNetdev parses /proc/net/dev into "<dev>.<counter>" fields.
+func parseNetdev(text string) (Series, error) {
+	s := Series{}
+	for _, l := range strings.Split(text, "\n") {
+		dev, rest, ok := strings.Cut(l, ":")
+		if !ok || strings.Contains(dev, "|") {
+			continue // the two header lines
+		}
+		f := strings.Fields(rest)
+		if len(f) != len(netdevColumns) {
+			return nil, fmt.Errorf("bad /proc/net/dev line %q: %d columns, want %d", l, len(f), len(netdevColumns))
+		}
+		for i, v := range f {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("bad /proc/net/dev line %q: %w", l, err)
+			}
+			s[strings.TrimSpace(dev)+"."+netdevColumns[i]] = []float64{float64(n)}
+		}
+	}
+	if len(s) == 0 {
+		return nil, fmt.Errorf("no devices in /proc/net/dev text")
+	}
+	return s, nil
+}

@@ -257,3 +257,29 @@ func TestReal612Captures(t *testing.T) {
 		}
 	}
 }
+
+func TestParseNetdev(t *testing.T) {
+	text := "Inter-|   Receive                                                |  Transmit\n" +
+		" face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n" +
+		"    lo:     560       8    0    0    0     0          0         0      560       8    0    0    0     0       0          0\n" +
+		"  eth0: 1339276   20006    0    3    0     0          0         0        0       0    0    0    0     0       0          0\n"
+	s, err := ParseSource("netdev", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for field, want := range map[string]float64{"eth0.rx_packets": 20006, "eth0.rx_drop": 3, "lo.tx_bytes": 560} {
+		if got, ok := s.Value(field, -1); !ok || got != want {
+			t.Errorf("%s = %v, %v; want %v", field, got, ok, want)
+		}
+	}
+	m, err := ParseMetric("netdev.eth0.rx_packets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.From(s); got != 20006 {
+		t.Errorf("netdev.eth0.rx_packets = %v", got)
+	}
+	if _, err := ParseSource("netdev", "  eth0: 1 2 3\n"); err == nil {
+		t.Error("a short line was accepted")
+	}
+}

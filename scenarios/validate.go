@@ -15,7 +15,7 @@ const (
 )
 
 // Sources a sampler may name; threads:<prefix>, tasks:<prefix> and file:<path> also work.
-var Sources = []string{"softirqs", "softnet_stat", "interrupts", "snmp"}
+var Sources = []string{"softirqs", "softnet_stat", "interrupts", "snmp", "netdev"}
 
 // DefaultDeadline bounds every action that sets none.
 const DefaultDeadline = 10 * time.Second

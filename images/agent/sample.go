@@ -16,6 +16,7 @@ var sourceFiles = map[string]string{
 	wire.SourceSoftnet:    "/proc/net/softnet_stat",
 	wire.SourceInterrupts: "/proc/interrupts",
 	wire.SourceSNMP:       "/proc/net/snmp",
+	wire.SourceNetdev:     "/proc/net/dev",
 }
 
 // sample reads every source once, as close together as it can.

@@ -134,6 +134,7 @@ const (
 	SourceSoftnet    = "softnet_stat" // /proc/net/softnet_stat
 	SourceInterrupts = "interrupts"   // /proc/interrupts
 	SourceSNMP       = "snmp"         // /proc/net/snmp
+	SourceNetdev     = "netdev"       // /proc/net/dev
 	PrefixThreads    = "threads:"     // threads:<comm prefix> -> "pid comm" lines
 	PrefixTasks      = "tasks:"       // tasks:<comm prefix> -> "pid comm utime stime processor" lines (clock ticks)
 	PrefixFile       = "file:"        // file:<path> -> contents
