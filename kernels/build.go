@@ -61,6 +61,10 @@ type BuildInfo struct {
 	BzImageSize int64 `json:"bzimage_size"`
 	// Objects counts the objects make compiled in this build.
 	Objects int `json:"objects"`
+	// Reuses names the base spec whose build this variant started from, if any.
+	Reuses string `json:"reuses,omitempty"`
+	// PatchResults says how each patch applied, one line per patch (offsets, fuzz).
+	PatchResults []string `json:"patch_results,omitempty"`
 }
 
 // builder holds the state of one Build call.
@@ -71,12 +75,16 @@ type builder struct {
 	jobs     int
 	progress func(Progress)
 	start    time.Time
+	// plan, when set, makes this variant build on a copy of its base's build.
+	plan *reusePlan
+	// marker describes the patched source, when the spec has patches.
+	marker *patchedMarker
+	// notes record anything unusual, for BuildInfo.Note.
+	notes []string
 }
 
-// Build returns the kernel for spec, building it unless an artifact for the
-// same inputs exists. A cache hit takes no lock and runs no make; a build
-// holds the cache lock throughout and publishes atomically.
-func Build(ctx context.Context, spec *Spec, opts Options) (*Artifact, error) {
+// newBuilder fills in the option defaults and resolves the spec's inputs.
+func newBuilder(ctx context.Context, spec *Spec, opts Options) (*builder, error) {
 	b := &builder{spec: spec, layout: layout{opts.CacheDir}, jobs: opts.Jobs,
 		progress: opts.Progress, start: time.Now()}
 	if b.layout.root == "" {
@@ -89,16 +97,39 @@ func Build(ctx context.Context, spec *Spec, opts Options) (*Artifact, error) {
 	if b.in, err = resolveInputs(ctx, b.layout, spec); err != nil {
 		return nil, err
 	}
+	return b, nil
+}
+
+// Build returns the kernel for spec, building it unless an artifact for the
+// same inputs exists. A cache hit takes no lock and runs no make; a build
+// holds the cache lock throughout and publishes atomically.
+//
+// A spec that extends another builds on its base's build (see reuse.go):
+// the base is built first if its work dir is not, and the variant's make
+// recompiles only what its patches and config change.
+func Build(ctx context.Context, spec *Spec, opts Options) (*Artifact, error) {
+	b, err := newBuilder(ctx, spec, opts)
+	if err != nil {
+		return nil, err
+	}
 	inputHash := b.in.hash()
 	if a, ok := lookupIndex(b.layout, inputHash); ok {
 		return b.hit(a), nil
 	}
 	tools := buildTools
-	if len(spec.Patches) > 0 {
+	if b.in.hasPatches() {
 		tools = append(tools[:len(tools):len(tools)], "patch")
 	}
 	if err := checkTools(tools...); err != nil {
 		return nil, err
+	}
+	plan, note, err := b.planReuse(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b.plan = plan
+	if note != "" {
+		b.notes = append(b.notes, note)
 	}
 	unlock, err := lockCache(ctx, b.layout.lockFile())
 	if err != nil {
@@ -118,13 +149,39 @@ func Build(ctx context.Context, spec *Spec, opts Options) (*Artifact, error) {
 	return a, nil
 }
 
+// Source returns the source tree spec builds from, extracting the tarball
+// and applying the spec's patches under the cache lock if that has not been
+// done yet. Callers must not modify the tree: other builds share it.
+func Source(ctx context.Context, spec *Spec, opts Options) (string, error) {
+	b, err := newBuilder(ctx, spec, opts)
+	if err != nil {
+		return "", err
+	}
+	unlock, err := lockCache(ctx, b.layout.lockFile())
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	src, _, err := b.prepareSource(ctx)
+	return src, err
+}
+
 // build runs the slow path under the lock: source, config, compile, publish.
 func (b *builder) build(ctx context.Context) (*Artifact, error) {
-	src, err := b.prepareSource(ctx)
+	src, marker, err := b.prepareSource(ctx)
 	if err != nil {
 		return nil, err
 	}
+	b.marker = marker
 	work := b.layout.workDir(b.spec.Name)
+	if b.plan != nil {
+		b.plan.Source = src
+		if err := b.seed(ctx, b.plan, marker); err != nil {
+			return nil, err
+		}
+	} else if err := dropSeed(work); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, fmt.Errorf("failed to create work dir: %w", err)
 	}
@@ -134,7 +191,7 @@ func (b *builder) build(ctx context.Context) (*Artifact, error) {
 		return nil, fmt.Errorf("failed to create build log: %w", err)
 	}
 	defer log.Close()
-	m := &maker{b: b, src: src, work: work, log: log, logPath: logPath}
+	m := &maker{b: b, src: src, work: work, plan: b.plan, log: log, logPath: logPath}
 	final, err := m.configure(ctx)
 	if err != nil {
 		return nil, err
@@ -166,6 +223,6 @@ func (b *builder) hit(a *Artifact) *Artifact {
 // report sends a progress report if the caller asked for them.
 func (b *builder) report(phase string, objects int, line string) {
 	if b.progress != nil {
-		b.progress(Progress{Phase: phase, Objects: objects, Elapsed: time.Since(b.start), Line: line})
+		b.progress(Progress{Spec: b.spec.Name, Phase: phase, Objects: objects, Elapsed: time.Since(b.start), Line: line})
 	}
 }

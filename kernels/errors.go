@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+
+	"napilab/patches"
 )
 
 // SpecError points at a problem in a spec or fragment file.
@@ -62,18 +64,22 @@ func (e *MissingToolError) Error() string {
 	return fmt.Sprintf("required tool %q not found in PATH: install it with: apt-get install %s", e.Tool, e.Package)
 }
 
-// PatchError reports a patch that did not apply; it is a spec fault.
+// PatchError reports a spec's patches that did not apply to its source
+// tarball; it is a spec fault.
 type PatchError struct {
-	// Patch is the patch file that failed.
-	Patch string
-	// Output is patch's combined output.
-	Output string
+	// Spec is the spec whose patches failed.
+	Spec string
+	// Results holds every patch's result in order; Summary says where it failed.
+	Results []patches.Result
+	// Err is the underlying *patches.ApplyError.
+	Err error
 }
 
-// Error names the patch and quotes patch's output.
-func (e *PatchError) Error() string {
-	return fmt.Sprintf("failed to apply patch %s:\n%s", e.Patch, strings.TrimRight(e.Output, "\n"))
-}
+// Error names each patch that did not apply, its file and the failed hunks.
+func (e *PatchError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the *patches.ApplyError.
+func (e *PatchError) Unwrap() error { return e.Err }
 
 // BuildError reports a failed make run; for the bzImage target it is a
 // kernel fault. It carries the evidence: exit code, root cause, log tail.

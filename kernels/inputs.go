@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+
+	"napilab/patches"
 )
 
 // inputFormat versions the input hash; bump it when the build procedure changes.
@@ -21,7 +23,7 @@ type inputs struct {
 	tarSum    string
 	fragments []Fragment
 	fragData  [][]byte
-	patchData [][]byte
+	series    []*patches.Series // one per spec.Patches entry
 	compiler  string
 	ccache    bool
 }
@@ -51,12 +53,8 @@ func resolveInputs(ctx context.Context, l layout, spec *Spec) (*inputs, error) {
 		in.fragments = append(in.fragments, frag)
 		in.fragData = append(in.fragData, data)
 	}
-	for _, path := range spec.Patches {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("failed to read patch: %w", err)
-		}
-		in.patchData = append(in.patchData, data)
+	if in.series, err = loadSeries(spec); err != nil {
+		return nil, err
 	}
 	if in.compiler, err = compilerVersion(ctx); err != nil {
 		return nil, err
@@ -84,8 +82,8 @@ func (in *inputs) hash() string {
 	for _, data := range in.fragData {
 		field(h, "fragment", data)
 	}
-	for _, data := range in.patchData {
-		field(h, "patch", data)
+	for _, s := range in.series {
+		field(h, "patch", []byte(s.Hash()))
 	}
 	field(h, "compiler", []byte(in.compiler))
 	field(h, "ccache", []byte(strconv.FormatBool(in.ccache)))
@@ -96,22 +94,45 @@ func (in *inputs) hash() string {
 func (in *inputs) key(finalConfig []byte) string {
 	h := sha256.New()
 	field(h, "tarball", []byte(in.tarSum))
-	for _, data := range in.patchData {
-		field(h, "patch", data)
+	for _, s := range in.series {
+		field(h, "patch", []byte(s.Hash()))
 	}
 	field(h, "config", finalConfig)
 	field(h, "compiler", []byte(in.compiler))
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// patchHash identifies the patch series, naming the patched source copy.
+// patchHash identifies the patched source: the tarball and the series hashes.
+// The tarball is in so that a new tarball never reuses an old patched copy.
 func (in *inputs) patchHash() string {
 	h := sha256.New()
 	field(h, "tarball", []byte(in.tarSum))
-	for _, data := range in.patchData {
-		field(h, "patch", data)
+	for _, s := range in.series {
+		field(h, "patch", []byte(s.Hash()))
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// hasPatches reports whether the spec has any patch to apply.
+func (in *inputs) hasPatches() bool { return len(in.series) > 0 }
+
+// patchSeries joins the spec's patch entries into the one series applied in order.
+func (in *inputs) patchSeries() *patches.Series {
+	return patches.Concat(in.spec.Name, in.series...)
+}
+
+// loadSeries loads every patch entry of spec: a patch file, a quilt folder,
+// a git format-patch folder or an mbox.
+func loadSeries(spec *Spec) ([]*patches.Series, error) {
+	var out []*patches.Series
+	for _, path := range spec.Patches {
+		s, err := patches.Load(path)
+		if err != nil {
+			return nil, fmt.Errorf("failed to load patches of %s: %w", spec.Name, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // field writes a length-prefixed, named value so that field boundaries are unambiguous.

@@ -13,20 +13,31 @@ import (
 
 // maker runs make for one build against one source tree and work dir.
 type maker struct {
-	b       *builder
-	src     string
-	work    string
+	b    *builder
+	src  string
+	work string
+	// plan, when set, runs make at the base's paths with src and work mounted over them.
+	plan    *reusePlan
 	log     io.Writer
 	logPath string
 }
 
-// make runs `make -C <src> O=<work> ARCH=x86_64 CC=<cc> [-jN] <target>`.
+// make runs `make -C <src> O=<work> ARCH=x86_64 CC=<cc> [-jN] <target>`; for
+// a variant reusing its base's build, at the base's paths inside a mount
+// namespace where src and work are bind-mounted over them (see reuse.go).
 func (m *maker) make(ctx context.Context, target string, jobs int, onLine func(string)) error {
-	argv := []string{"make", "-C", m.src, "O=" + m.work, "ARCH=x86_64", "CC=" + m.b.in.cc()}
+	src, work := m.src, m.work
+	if m.plan != nil {
+		src, work = m.plan.SourceAt, m.plan.WorkAt
+	}
+	argv := []string{"make", "-C", src, "O=" + work, "ARCH=x86_64", "CC=" + m.b.in.cc()}
 	if jobs > 0 {
 		argv = append(argv, fmt.Sprintf("-j%d", jobs))
 	}
 	argv = append(argv, target)
+	if m.plan != nil {
+		argv = m.plan.wrap(argv)
+	}
 	fmt.Fprintf(m.log, "$ %s\n", strings.Join(argv, " "))
 	env := append(os.Environ(), "CCACHE_DIR="+m.b.layout.ccacheDir())
 	return runMake(ctx, command{argv: argv, env: env, log: m.log}, target, m.logPath, onLine)
@@ -93,8 +104,16 @@ func (b *builder) publish(dir, key, work string, final []byte, objects int) (*Ar
 		Patches: append([]string{}, b.spec.Patches...), Compiler: b.in.compiler, CC: b.in.cc(),
 		Seconds: time.Since(b.start).Seconds(), Date: time.Now().UTC(), BzImageSize: int64(len(image)),
 		Objects: objects}
+	notes := b.notes
 	if !b.in.ccache {
-		info.Note = "ccache not found on PATH; built with CC=gcc"
+		notes = append(notes, "ccache not found on PATH; built with CC=gcc")
+	}
+	info.Note = strings.Join(notes, "; ")
+	if b.plan != nil {
+		info.Reuses = b.plan.Base
+	}
+	if b.marker != nil {
+		info.PatchResults = b.marker.Results
 	}
 	if err := os.WriteFile(filepath.Join(tmp, bzImageFile), image, 0o644); err != nil {
 		return nil, fmt.Errorf("failed to write bzImage: %w", err)

@@ -10,6 +10,10 @@ import (
 const (
 	// PhaseExtract is unpacking the source tarball (first build only).
 	PhaseExtract = "extract"
+	// PhasePatch is applying the spec's patches to a copy of the source.
+	PhasePatch = "patch"
+	// PhaseSeed is copying the base spec's built work dir for a variant.
+	PhaseSeed = "seed"
 	// PhaseConfig is producing and checking the .config.
 	PhaseConfig = "config"
 	// PhaseCompile is make bzImage compiling objects.
@@ -22,7 +26,9 @@ const (
 
 // Progress is one progress report of a build.
 type Progress struct {
-	// Phase is one of PhaseExtract, PhaseConfig, PhaseCompile, PhaseLink, PhaseDone.
+	// Spec names the spec being built: a variant's base reports under its own name.
+	Spec string
+	// Phase is one of PhaseExtract, PhasePatch, PhaseSeed, PhaseConfig, PhaseCompile, PhaseLink, PhaseDone.
 	Phase string
 	// Objects counts the objects compiled so far (kbuild "CC"/"AS" lines for .o files).
 	Objects int

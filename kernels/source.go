@@ -2,20 +2,44 @@ package kernels
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"napilab/patches"
 )
 
-// patchedStamp marks a patched source copy as complete.
+// patchedStamp marks a patched source copy as complete; it holds a patchedMarker.
 const patchedStamp = ".napilab-patched"
 
-// prepareSource returns the tree to build: the pristine extraction, or a patched copy of it.
-func (b *builder) prepareSource(ctx context.Context) (string, error) {
+// patchedMarker is the content of patchedStamp.
+type patchedMarker struct {
+	// Series is the hash of the applied series.
+	Series string `json:"series"`
+	// Files are the files the patches touched, relative to the tree.
+	Files []string `json:"files"`
+	// Results has one line per patch: how it applied (offsets, fuzz).
+	Results []string `json:"results"`
+}
+
+// sourceDir is the tree a spec builds from: the pristine extraction, or
+// src/<name>-<patch12> when it has patches. It does not create anything.
+func (l layout) sourceDir(spec *Spec, in *inputs) string {
+	if !in.hasPatches() {
+		return l.pristineDir(spec.Base.Tarball, in.tarSum)
+	}
+	return filepath.Join(l.srcDir(), spec.Name+"-"+in.patchHash()[:12])
+}
+
+// prepareSource returns the tree to build: the pristine extraction, or a
+// patched copy of it, and for a patched copy its marker.
+func (b *builder) prepareSource(ctx context.Context) (string, *patchedMarker, error) {
 	pristine, err := b.extract(ctx)
-	if err != nil || len(b.in.patchData) == 0 {
-		return pristine, err
+	if err != nil || !b.in.hasPatches() {
+		return pristine, nil, err
 	}
 	return b.patch(ctx, pristine)
 }
@@ -59,47 +83,48 @@ func (b *builder) extract(ctx context.Context) (string, error) {
 	return dir, nil
 }
 
-// patch copies the pristine tree to src/<name>-<patch12> and applies the
-// spec's patches in order; the copy is published only if all of them apply.
-func (b *builder) patch(ctx context.Context, pristine string) (string, error) {
-	dir := filepath.Join(b.layout.srcDir(), b.spec.Name+"-"+b.in.patchHash()[:12])
-	if _, err := os.Stat(filepath.Join(dir, patchedStamp)); err == nil {
-		return dir, nil
+// patch applies the spec's series to a hardlink copy of the pristine tree
+// in src/<name>-<patch12> (patches.Apply publishes it only if every patch
+// applied) and stamps it complete; a stamped copy is reused as it is.
+func (b *builder) patch(ctx context.Context, pristine string) (string, *patchedMarker, error) {
+	dir := b.layout.sourceDir(b.spec, b.in)
+	if m, err := readMarker(dir); err == nil {
+		return dir, m, nil
 	}
-	tmp, err := os.MkdirTemp(b.layout.srcDir(), ".tmp-patch-")
-	if err != nil {
-		return "", fmt.Errorf("failed to create temp dir: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	if out, err := run(ctx, command{argv: []string{"cp", "-a", pristine + "/.", tmp}}, nil); err != nil {
-		return "", fmt.Errorf("failed to copy source: %w\n%s", err, strings.Join(out, "\n"))
-	}
-	for _, p := range b.spec.Patches {
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return "", fmt.Errorf("failed to resolve patch: %w", err)
-		}
-		argv := []string{"patch", "-p1", "--batch", "--forward", "-i", abs}
-		out, err := run(ctx, command{argv: argv, dir: tmp}, nil)
-		if err != nil {
-			if ctx.Err() != nil {
-				return "", fmt.Errorf("failed to apply patch %s: %w", p, ctx.Err())
-			}
-			return "", &PatchError{Patch: p, Output: strings.Join(out, "\n")}
-		}
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", fmt.Errorf("failed to chmod patched source: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(tmp, patchedStamp), nil, 0o644); err != nil {
-		return "", fmt.Errorf("failed to stamp patched source: %w", err)
-	}
+	b.report(PhasePatch, 0, "")
 	// A dir without the stamp is a leftover of an interrupted publish.
 	if err := os.RemoveAll(dir); err != nil {
-		return "", fmt.Errorf("failed to remove stale patched source: %w", err)
+		return "", nil, fmt.Errorf("failed to remove stale patched source: %w", err)
 	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return "", fmt.Errorf("failed to move patched source into place: %w", err)
+	series := b.in.patchSeries()
+	results, err := patches.Apply(ctx, series, pristine, dir)
+	if err != nil {
+		var ae *patches.ApplyError
+		if errors.As(err, &ae) {
+			return "", nil, &PatchError{Spec: b.spec.Name, Results: ae.Results, Err: err}
+		}
+		return "", nil, err
 	}
-	return dir, nil
+	m := &patchedMarker{Series: series.Hash()}
+	for _, r := range results {
+		m.Files = append(m.Files, r.Files...)
+		m.Results = append(m.Results, r.String())
+	}
+	if err := writeJSON(filepath.Join(dir, patchedStamp), m); err != nil {
+		return "", nil, err
+	}
+	return dir, m, nil
+}
+
+// readMarker reads the completion stamp of a patched source copy.
+func readMarker(dir string) (*patchedMarker, error) {
+	data, err := os.ReadFile(filepath.Join(dir, patchedStamp))
+	if err != nil {
+		return nil, err
+	}
+	var m patchedMarker
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("failed to parse %s: %w", filepath.Join(dir, patchedStamp), err)
+	}
+	return &m, nil
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/hashicorp/go-multierror"
+
+	"napilab/patches"
 )
 
 // Spec describes one kernel: its source tarball, its config and its patches.
@@ -20,7 +22,10 @@ type Spec struct {
 	Base Base
 	// Config says how the .config is produced.
 	Config Config
-	// Patches are patch file paths, resolved against the spec's dir, applied in order.
+	// Patches are patch entries, resolved against the spec's dir, applied in
+	// order: each a patch file, a quilt folder, a git format-patch folder or an
+	// mbox (see package patches). A spec that extends another applies the
+	// parent's patches first.
 	Patches []string
 	// Cmdline holds extra kernel command-line words for guests of this kernel.
 	Cmdline []string
@@ -120,6 +125,11 @@ func loadSpec(path string, chain []string) (*Spec, error) {
 	}
 	for _, patch := range f.Patches {
 		p, err := existingFile(path, dir, "patch", patch)
+		if err == nil {
+			if _, lerr := patches.Load(p); lerr != nil {
+				err = &SpecError{Path: path, Line: patch.Line, Msg: fmt.Sprintf("patch %q: %v", patch.Value, lerr), Err: lerr}
+			}
+		}
 		errs = multierror.Append(errs, err)
 		spec.Patches = append(spec.Patches, p)
 	}

@@ -9,6 +9,9 @@ import (
 	"testing"
 )
 
+// testDiff is a minimal valid patch.
+const testDiff = "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"
+
 // writeFiles creates files (name -> content) under dir.
 func writeFiles(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
@@ -51,6 +54,8 @@ func TestLoadSpecErrors(t *testing.T) {
 		{"missing fragment", "name: x\nbase:\n  tarball: /t.tar.xz\nconfig:\n  fragments:\n    - a.config\n    - nope.config\n",
 			`x.yaml:7: fragment "nope.config" not found`},
 		{"missing patch", good + "patches: [p/1.patch]\n", `x.yaml:6: patch "p/1.patch" not found`},
+		{"not a patch", good + "patches:\n  - a.config\n", `x.yaml:7: patch "a.config": ` + "DIR/a.config: no diff found"},
+		{"broken quilt", good + "patches: [q]\n", `x.yaml:6: patch "q": DIR/q/series:1: patch file DIR/q/nope.patch not found`},
 		{"no name", "base:\n  tarball: /t.tar.xz\n", `x.yaml: bad name ""`},
 		{"bad name", "name: ../x\nbase:\n  tarball: /t.tar.xz\n", `x.yaml:1: bad name "../x"`},
 		{"no tarball", "name: x\n", `x.yaml: base.tarball is required`},
@@ -62,13 +67,14 @@ func TestLoadSpecErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeFiles(t, dir, map[string]string{"x.yaml": tc.spec, "a.config": "CONFIG_A=y\n"})
+			writeFiles(t, dir, map[string]string{"x.yaml": tc.spec, "a.config": "CONFIG_A=y\n", "q/series": "nope.patch\n"})
 			_, err := LoadSpec(filepath.Join(dir, "x.yaml"))
+			want := strings.ReplaceAll(tc.want, "DIR", dir)
 			if err == nil {
-				t.Fatalf("LoadSpec succeeded, want error containing %q", tc.want)
+				t.Fatalf("LoadSpec succeeded, want error containing %q", want)
 			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error = %q, want it to contain %q", err, tc.want)
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error = %q, want it to contain %q", err, want)
 			}
 		})
 	}
@@ -93,10 +99,13 @@ func TestLoadSpecExtends(t *testing.T) {
 		"base/parent.yaml": "name: parent\nbase:\n  tarball: ../src.tar.xz\n  package: pkg\n" +
 			"config:\n  fragments: [a.config]\ncmdline: [quiet]\npatches: [one.patch]\n",
 		"base/a.config":  "CONFIG_A=y\n",
-		"base/one.patch": "",
-		"child.yaml":     "name: child\nextends: base/parent.yaml\nconfig:\n  fragments: [b.config]\ncmdline: [debug]\n",
-		"b.config":       "CONFIG_B=y\n",
-		"src.tar.xz":     "",
+		"base/one.patch": testDiff,
+		"child.yaml": "name: child\nextends: base/parent.yaml\nconfig:\n  fragments: [b.config]\ncmdline: [debug]\n" +
+			"patches: [quilt]\n",
+		"quilt/series":    "two.patch\n",
+		"quilt/two.patch": testDiff,
+		"b.config":        "CONFIG_B=y\n",
+		"src.tar.xz":      "",
 	})
 	spec, err := LoadSpec(filepath.Join(dir, "child.yaml"))
 	if err != nil {
@@ -106,7 +115,7 @@ func TestLoadSpecExtends(t *testing.T) {
 		Name:    "child",
 		Base:    Base{Tarball: filepath.Join(dir, "src.tar.xz"), Package: "pkg"},
 		Config:  Config{Base: "tinyconfig", Fragments: []string{filepath.Join(dir, "base/a.config"), filepath.Join(dir, "b.config")}},
-		Patches: []string{filepath.Join(dir, "base/one.patch")},
+		Patches: []string{filepath.Join(dir, "base/one.patch"), filepath.Join(dir, "quilt")},
 		Cmdline: []string{"quiet", "debug"},
 		Extends: filepath.Join(dir, "base/parent.yaml"),
 		Path:    filepath.Join(dir, "child.yaml"),

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ type compareOptions struct {
 	accel   string
 	alpha   float64
 	seed    int64
+	metrics string
 }
 
 func newCompareCmd(g *globalOptions) *cobra.Command {
@@ -51,6 +53,7 @@ The table is also written as compare.json and compare.md in the comparison folde
 	cmd.Flags().StringVar(&o.accel, "accel", "", "kvm or tcg")
 	cmd.Flags().Float64Var(&o.alpha, "alpha", 0.05, "significance level of the rank test")
 	cmd.Flags().Int64Var(&o.seed, "seed", 1, "bootstrap seed")
+	cmd.Flags().StringVar(&o.metrics, "metrics", "", "print only figures matching this regexp (the JSON and markdown keep all)")
 	return cmd
 }
 
@@ -114,10 +117,24 @@ func compare(cmd *cobra.Command, g *globalOptions, o *compareOptions, file strin
 		return &exitCodeError{code: exitError, err: err}
 	}
 	c := results.Compare(arms[0].Label, arms[1].Label, runner.Samples(runs), o.alpha, o.seed)
-	c.WriteText(cmd.OutOrStdout())
 	if err := writeComparison(dir, c); err != nil {
 		return err
 	}
+	if o.metrics != "" {
+		re, err := regexp.Compile(o.metrics)
+		if err != nil {
+			return fmt.Errorf("bad --metrics: %w", err)
+		}
+		shown := *c
+		shown.Rows = nil
+		for _, r := range c.Rows {
+			if re.MatchString(r.Metric) {
+				shown.Rows = append(shown.Rows, r)
+			}
+		}
+		c = &shown
+	}
+	c.WriteText(cmd.OutOrStdout())
 	fmt.Fprintf(cmd.OutOrStdout(), "comparison folder: %s\n", dir)
 	return nil
 }

@@ -17,20 +17,29 @@ import (
 )
 
 type runOptions struct {
-	kernels []string
-	params  []string
-	matrix  []string
-	out     string
-	accel   string
-	jobs    int
+	kernels   []string
+	params    []string
+	matrix    []string
+	out       string
+	accel     string
+	makeJobs  int
+	parallel  int
+	repeat    int
+	untilFail bool
+	shard     string
 }
 
 func newRunCmd(g *globalOptions) *cobra.Command {
 	o := &runOptions{}
 	cmd := &cobra.Command{
-		Use:   "run SCENARIO... --kernel SPEC",
-		Short: "Boot a kernel and run scenarios; exit 0 PASS, 1 FAIL, 2 ERROR",
-		Args:  cobra.MinimumNArgs(1),
+		Use:   "run SCENARIO... [--kernel SPEC]...",
+		Short: "Boot kernels and run scenarios; exit 0 PASS, 1 FAIL, 2 ERROR",
+		Long: `Runs every scenario (and parameter set) on every kernel, --repeat times each, -j at once
+(longest first, bounded by host cores and memory). With --repeat the failure rate of each scenario is
+reported with a Wilson 95% interval and the distinct failure titles; --until-fail stops at the first
+failure. --shard K/N runs the K-th of N deterministic slices of the whole matrix (merge the shard
+folders with lab results merge). Every run folder holds replay.json for lab repro.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runScenarios(cmd, g, o, args)
 		},
@@ -40,7 +49,11 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	cmd.Flags().StringArrayVar(&o.matrix, "matrix", nil, "run once per value: name=v1,v2,... (repeatable: the cross product)")
 	cmd.Flags().StringVarP(&o.out, "out", "o", "results/runs", "folder for run folders")
 	cmd.Flags().StringVar(&o.accel, "accel", "", "kvm or tcg (default tcg, or $NAPILAB_ACCEL)")
-	cmd.Flags().IntVarP(&o.jobs, "jobs", "j", 0, "make -j for a kernel build")
+	cmd.Flags().IntVar(&o.makeJobs, "make-jobs", 0, "make -j for kernel builds")
+	cmd.Flags().IntVarP(&o.parallel, "jobs", "j", 1, "guests at once (bounded by host cores and memory)")
+	cmd.Flags().IntVarP(&o.repeat, "repeat", "n", 1, "runs of each scenario on each kernel")
+	cmd.Flags().BoolVar(&o.untilFail, "until-fail", false, "stop starting runs after the first FAIL")
+	cmd.Flags().StringVar(&o.shard, "shard", "", "run only shard K/N of the matrix, e.g. 2/4")
 	return cmd
 }
 
@@ -58,6 +71,10 @@ func parseParams(kv []string) (map[string]string, error) {
 
 func runScenarios(cmd *cobra.Command, g *globalOptions, o *runOptions, files []string) error {
 	ctx := cmd.Context()
+	k, n, err := parseShard(o.shard)
+	if err != nil {
+		return err
+	}
 	params, err := parseParams(o.params)
 	if err != nil {
 		return err
@@ -67,52 +84,101 @@ func runScenarios(cmd *cobra.Command, g *globalOptions, o *runOptions, files []s
 		return err
 	}
 	// Validate every scenario and parameter set before building or booting anything.
-	type job struct {
+	type planned struct {
 		s      *scenarios.Scenario
 		params map[string]string
 	}
-	var jobs []job
+	var plan []planned
 	for _, f := range files {
 		for _, p := range sets {
 			s, err := scenarios.Open(f, p)
 			if err != nil {
 				return err
 			}
-			jobs = append(jobs, job{s, p})
+			plan = append(plan, planned{s, p})
 		}
 	}
 	stderr := cmd.ErrOrStderr()
-	worst := results.Pass
+	img, err := images.Build(ctx, images.Options{CacheDir: g.cache()})
+	if err != nil {
+		return err
+	}
+	var jobs []runner.Job
+	memory := 0
+	stamp := time.Now().Format("20060102-150405")
 	for _, kpath := range o.kernels {
-		k, spec, err := buildKernel(ctx, g, kpath, o.jobs, progressWriter(stderr, false))
+		kern, spec, err := buildKernel(ctx, g, kpath, o.makeJobs, progressWriter(stderr, false))
 		if err != nil {
 			return err
 		}
-		img, err := images.Build(ctx, images.Options{CacheDir: g.cache()})
-		if err != nil {
-			return err
-		}
-		for _, j := range jobs {
-			s, params := j.s, j.params
-			dir := filepath.Join(o.out, fmt.Sprintf("%s-%s-%s%s", time.Now().Format("20060102-150405"), s.Name, spec.Name, paramSuffix(params)))
-			res := runner.Run(ctx, runner.Config{
-				Scenario: s, Kernel: results.Kernel{Spec: spec.Name, Key: k.Key, BzImage: k.BzImage}, Cmdline: spec.Cmdline,
-				Initramfs: img.Path, ImageHash: img.Hash, OutDir: dir, Accel: o.accel, Params: params,
-				Logf: func(f string, a ...any) { fmt.Fprintf(stderr, "  "+f+"\n", a...) },
-			})
-			printVerdict(cmd.OutOrStdout(), res, dir)
-			if res.Verdict.ExitCode() > worst.ExitCode() {
-				worst = res.Verdict
-			}
-			if ctx.Err() != nil {
-				return &exitCodeError{code: exitError, err: ctx.Err()}
+		for _, p := range plan {
+			group := fmt.Sprintf("%s@%s%s", p.s.Name, spec.Name, paramSuffix(p.params))
+			for i := 1; i <= o.repeat; i++ {
+				name := group
+				if o.repeat > 1 {
+					name += fmt.Sprintf("#%d", i)
+				}
+				memory = max(memory, p.s.Machine.MemoryMB)
+				jobs = append(jobs, runner.Job{Name: name, Group: group, Estimate: p.s.Estimate(), Cfg: runner.Config{
+					Scenario: p.s, Kernel: results.Kernel{Spec: spec.Name, Key: kern.Key, BzImage: kern.BzImage},
+					KernelSpec: kpath, Cmdline: spec.Cmdline, Initramfs: img.Path, ImageHash: img.Hash, Accel: o.accel, Params: p.params,
+					OutDir: filepath.Join(o.out, fmt.Sprintf("%s-%s", stamp, strings.NewReplacer("@", "-", "#", "-").Replace(name))),
+				}})
 			}
 		}
+	}
+	jobs = runner.Shard(jobs, k, n)
+	parallel := runner.MaxParallel(o.parallel, memory)
+	if len(jobs) > 1 {
+		fmt.Fprintf(stderr, "%d runs, %d at once\n", len(jobs), parallel)
+	}
+	groups := map[string][]*results.Result{}
+	worst := results.Pass
+	out := cmd.OutOrStdout()
+	runner.RunBatch(ctx, jobs, parallel, o.untilFail, func(j runner.Job, r *results.Result) {
+		printVerdict(out, r, j.Cfg.OutDir)
+		groups[j.Group] = append(groups[j.Group], r)
+		if r.Verdict.ExitCode() > worst.ExitCode() {
+			worst = r.Verdict
+		}
+	})
+	if o.repeat > 1 {
+		printFlakes(out, groups)
+	}
+	if ctx.Err() != nil {
+		return &exitCodeError{code: exitError, err: ctx.Err()}
 	}
 	if worst == results.Pass {
 		return nil
 	}
 	return &exitCodeError{code: worst.ExitCode()}
+}
+
+// parseShard reads "K/N"; "" is the whole matrix.
+func parseShard(s string) (k, n int, err error) {
+	if s == "" {
+		return 1, 1, nil
+	}
+	if _, err := fmt.Sscanf(s, "%d/%d", &k, &n); err != nil || n < 1 || k < 1 || k > n {
+		return 0, 0, fmt.Errorf("bad --shard %q: want K/N with 1 <= K <= N", s)
+	}
+	return k, n, nil
+}
+
+func printFlakes(w io.Writer, groups map[string][]*results.Result) {
+	names := make([]string, 0, len(groups))
+	for g := range groups {
+		names = append(names, g)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, "\nfailure rates:")
+	for _, g := range names {
+		f := results.SummariseFlakes(groups[g])
+		fmt.Fprintf(w, "  %s: %s\n", g, f)
+		for _, t := range f.SortedTitles() {
+			fmt.Fprintf(w, "    %3d x %s\n", f.Titles[t], t)
+		}
+	}
 }
 
 // expandMatrix returns one parameter set per combination of matrix values,

@@ -165,3 +165,17 @@ func Read(path string) (*Result, error) {
 	}
 	return &r, nil
 }
+
+// Replay is what `lab repro` needs to run a run again: the same kernel (by
+// spec and content key), image, resolved scenario (scenario.yaml beside it),
+// parameters and seed. It is written as replay.json in every run folder.
+type Replay struct {
+	KernelSpec string            `json:"kernel_spec"` // the spec file the kernel was built from
+	KernelKey  string            `json:"kernel_key"`
+	ImageHash  string            `json:"image_hash"`
+	Scenario   string            `json:"scenario"` // the original scenario file
+	Params     map[string]string `json:"params,omitempty"`
+	Seed       int64             `json:"seed"`
+	Accel      string            `json:"accel"`
+	QEMU       string            `json:"qemu"`
+}

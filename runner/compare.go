@@ -3,7 +3,10 @@ package runner
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
+	"sort"
 
 	"napilab/results"
 )
@@ -41,15 +44,17 @@ func Interleave(ctx context.Context, arms [2]Arm, outDir string, repeat int, eac
 	return runs, nil
 }
 
-// Samples turns each arm's figures into comparison samples.
+// Samples turns each arm's figures into comparison samples, metrics in
+// name order (the table keeps the order of first appearance).
 func Samples(runs map[string][]*results.Result) []results.Sample {
 	var out []results.Sample
-	for label, rs := range runs {
-		for i, r := range rs {
-			for name, v := range r.Figures {
-				out = append(out, results.Sample{Metric: name, Kernel: label, Run: i + 1, Value: v})
+	for _, label := range slices.Sorted(maps.Keys(runs)) {
+		for i, r := range runs[label] {
+			for _, name := range slices.Sorted(maps.Keys(r.Figures)) {
+				out = append(out, results.Sample{Metric: name, Kernel: label, Run: i + 1, Value: r.Figures[name]})
 			}
 		}
 	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Metric < out[j].Metric })
 	return out
 }

@@ -17,7 +17,8 @@ func (t *timeline) figures(cpus int) map[string]float64 {
 	out := map[string]float64{}
 	names := append([]string{}, figureMetrics...)
 	for c := 0; c < cpus; c++ {
-		names = append(names, "ksoftirqd.cpu_seconds.cpu"+strconv.Itoa(c), "softirqs.NET_RX.cpu"+strconv.Itoa(c))
+		cpu := ".cpu" + strconv.Itoa(c)
+		names = append(names, "ksoftirqd.cpu_seconds"+cpu, "softirqs.NET_RX"+cpu, "interrupts.CAL"+cpu, "interrupts.RES"+cpu, "softnet.received_rps"+cpu)
 	}
 	for _, m := range t.s.Metrics() {
 		names = append(names, m.Name)

@@ -9,6 +9,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -24,15 +25,17 @@ import (
 
 // Config is one run.
 type Config struct {
-	Scenario  *scenarios.Scenario
-	Kernel    results.Kernel // Spec, Key and BzImage
-	Cmdline   []string       // extra kernel command line from the kernel spec
-	Initramfs string
-	ImageHash string
-	OutDir    string            // receives console.log, qemu.cmdline, samples.jsonl, result.json, junit.xml
-	Params    map[string]string // the parameter overrides the scenario was opened with
-	Accel     string            // kvm, tcg or "" (auto)
-	QEMU      string            // the QEMU binary, default qemu-system-x86_64
+	Scenario   *scenarios.Scenario
+	Kernel     results.Kernel // Spec, Key and BzImage
+	KernelSpec string         // the spec file, recorded for lab repro
+	Cmdline    []string       // extra kernel command line from the kernel spec
+	Initramfs  string
+	ImageHash  string
+	OutDir     string            // receives console.log, qemu.cmdline, samples.jsonl, result.json, junit.xml
+	Params     map[string]string // the parameter overrides the scenario was opened with
+	Accel      string            // kvm, tcg or "" (auto)
+	QEMU       string            // the QEMU binary, default qemu-system-x86_64
+	Seed       int64             // overrides the scenario seed (lab repro), 0 = keep
 	// Logf receives one-line progress messages; nil = silent.
 	Logf func(format string, args ...any)
 }
@@ -164,10 +167,14 @@ func (r *run) do(ctx context.Context) error {
 	}
 	r.snapshotDevices(ctx, "after setup")
 	seed := r.s.Seed
+	if r.cfg.Seed != 0 {
+		seed = r.cfg.Seed
+	}
 	if seed == 0 {
 		seed = time.Now().UnixNano()
 	}
 	r.res.Seed = seed
+	r.writeReplay()
 	r.tl = newTimeline(r.s, seed, r.ctl, r.host, r.cfg.Logf)
 	err = r.tl.run(ctx)
 	r.res.Timings.Timeline = r.tl.elapsed()
@@ -182,6 +189,16 @@ func (r *run) do(ctx context.Context) error {
 	r.snapshotDevices(ctx, "at end")
 	r.shutdown(accel)
 	return nil
+}
+
+// writeReplay saves what lab repro needs, before the timeline can fail.
+func (r *run) writeReplay() {
+	b, err := json.MarshalIndent(results.Replay{KernelSpec: r.cfg.KernelSpec, KernelKey: r.cfg.Kernel.Key,
+		ImageHash: r.cfg.ImageHash, Scenario: r.s.Path, Params: r.cfg.Params, Seed: r.res.Seed,
+		Accel: r.res.Accel, QEMU: r.res.QEMU}, "", "  ")
+	if err == nil {
+		os.WriteFile(filepath.Join(r.cfg.OutDir, "replay.json"), append(b, '\n'), 0o644)
+	}
 }
 
 // snapshotDevices records the guest's devices: state, threaded, queues, NAPI kthreads.

@@ -2,6 +2,8 @@ package runner
 
 import (
 	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -45,5 +47,40 @@ func TestQEMUArgs(t *testing.T) {
 		if !strings.Contains(cmd, want) {
 			t.Errorf("command line lacks %q:\n%s", want, cmd)
 		}
+	}
+}
+
+func TestShardSplitsEveryJobOnce(t *testing.T) {
+	var jobs []Job
+	for i := 0; i < 50; i++ {
+		jobs = append(jobs, Job{Name: "scenario-" + strconv.Itoa(i) + "@stock-6.1#1"})
+	}
+	seen := map[string]int{}
+	for k := 1; k <= 3; k++ {
+		shard := Shard(jobs, k, 3)
+		if len(shard) == 0 || len(shard) == len(jobs) {
+			t.Errorf("shard %d/3 has %d of %d jobs", k, len(shard), len(jobs))
+		}
+		for _, j := range shard {
+			seen[j.Name]++
+		}
+		again := Shard(jobs, k, 3)
+		if len(again) != len(shard) {
+			t.Errorf("shard %d/3 is not deterministic", k)
+		}
+	}
+	for _, j := range jobs {
+		if seen[j.Name] != 1 {
+			t.Errorf("%s in %d shards", j.Name, seen[j.Name])
+		}
+	}
+}
+
+func TestMaxParallel(t *testing.T) {
+	if n := MaxParallel(1, 256); n != 1 {
+		t.Errorf("MaxParallel(1) = %d", n)
+	}
+	if n := MaxParallel(1000, 256); n < 1 || n > runtime.NumCPU() {
+		t.Errorf("MaxParallel(1000) = %d with %d cpus", n, runtime.NumCPU())
 	}
 }

@@ -274,3 +274,9 @@ func explainAssert(a *Assert) string {
 	}
 	return "?"
 }
+
+// Estimate is how long the timeline should take (sleeps and loops; actions
+// count as instant), for scheduling the longest runs first.
+func (s *Scenario) Estimate() time.Duration {
+	return explainSteps(io.Discard, s.Timeline, 0, "")
+}

@@ -85,6 +85,13 @@ func Parse(name string, data []byte, params map[string]string) (*Scenario, error
 	if err := c.err(); err != nil {
 		return nil, err
 	}
+	// The resolved scenario stands alone: its includes are merged in.
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "include" {
+			root.Content = append(root.Content[:i], root.Content[i+2:]...)
+			break
+		}
+	}
 	s.Source, _ = yaml.Marshal(root)
 	return s, nil
 }

@@ -1,0 +1,254 @@
+package kernels
+
+// Variants rebuild in seconds by starting from their base's build.
+//
+// A spec that extends another (its base) and builds the same tarball starts
+// from a copy of the base's built work dir instead of an empty one, so make
+// compiles only what the variant's patches and config change. Three things
+// make that correct:
+//
+//   - Kbuild records ABSOLUTE paths: srctree in the command line and the
+//     dependency list of every .cmd file, the work dir in tools/objtool's,
+//     the generated Makefile and the source symlink. Building the copy from
+//     the variant's own source and work paths would change every command
+//     line and rebuild everything. So make runs in a private mount namespace
+//     (unshare --mount) where the variant's patched source is bind-mounted
+//     over the base's source path and the variant's work dir over the base's
+//     work dir: make sees exactly the paths of the base build, with the
+//     variant's files behind them. The mounts live only in that namespace,
+//     which dies with make; no other process ever sees them, and the base's
+//     own source and work dir are never written.
+//   - Make decides by mtime. Right after the copy, each file the variant's
+//     patches touched gets the current time when its content differs from
+//     the base's source (so exactly those objects and their dependents
+//     rebuild, even when the patched copy is older than the base's build),
+//     and the base file's mtime when it does not.
+//   - The copy belongs to one patched source: the work dir carries a stamp
+//     (reuseStamp) holding the plan. When the plan changes (another series,
+//     other base paths) the copy is thrown away and seeded again, because
+//     make cannot notice a dropped patch: the reverted file is older than
+//     the object built from the patched one.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// reuseStamp is the file in a variant's work dir that records its reusePlan.
+const reuseStamp = ".napilab-reuse.json"
+
+// reusePlan says how a variant builds on top of its base's build.
+type reusePlan struct {
+	// Base is the base spec's name.
+	Base string `json:"base"`
+	// Source is the variant's source tree, mounted over SourceAt.
+	Source string `json:"source"`
+	// SourceAt is the source path of the base's build.
+	SourceAt string `json:"source_at"`
+	// Work is the variant's work dir, mounted over WorkAt.
+	Work string `json:"work"`
+	// WorkAt is the base's work dir.
+	WorkAt string `json:"work_at"`
+}
+
+// nsScript does the two bind mounts inside the new mount namespace and
+// becomes the command that follows its four path arguments.
+const nsScript = `mount --bind "$1" "$2" && mount --bind "$3" "$4" && shift 4 && exec "$@"`
+
+// wrap returns argv run inside a private mount namespace with the plan's
+// bind mounts in place. Non-root users get a user namespace as well.
+func (p *reusePlan) wrap(argv []string) []string {
+	out := []string{"unshare", "--mount", "--propagation", "private"}
+	if os.Geteuid() != 0 {
+		out = append(out, "--user", "--map-root-user")
+	}
+	out = append(out, "--", "sh", "-c", nsScript, "sh", p.Source, p.SourceAt, p.Work, p.WorkAt)
+	return append(out, argv...)
+}
+
+// planReuse decides whether the variant can start from its base's build,
+// building the base first when its work dir is not built. It runs before
+// the cache lock is taken, because building the base takes it. A nil plan
+// means a full build; the note then says why.
+func (b *builder) planReuse(ctx context.Context) (*reusePlan, string, error) {
+	if b.spec.Extends == "" {
+		return nil, "", nil
+	}
+	base, err := LoadSpec(b.spec.Extends)
+	if err != nil {
+		return nil, "", fmt.Errorf("failed to load base spec: %w", err)
+	}
+	if base.Name == b.spec.Name {
+		return nil, fmt.Sprintf("base spec %s has the variant's name; full build", base.Path), nil
+	}
+	baseIn, err := resolveInputs(ctx, b.layout, base)
+	if err != nil {
+		return nil, "", fmt.Errorf("base %s: %w", base.Name, err)
+	}
+	if baseIn.tarSum != b.in.tarSum {
+		return nil, fmt.Sprintf("base %s builds another tarball; full build", base.Name), nil
+	}
+	baseWork := b.layout.workDir(base.Name)
+	if !workBuilt(baseWork) {
+		opts := Options{CacheDir: b.layout.root, Jobs: b.jobs, Progress: b.progress}
+		if _, err := Build(ctx, base, opts); err != nil {
+			return nil, "", fmt.Errorf("failed to build base %s: %w", base.Name, err)
+		}
+	}
+	baseSrc := b.layout.sourceDir(base, baseIn)
+	if !workBuilt(baseWork) {
+		return nil, fmt.Sprintf("base %s has an artifact but no built work dir; full build", base.Name), nil
+	}
+	if link, _ := os.Readlink(filepath.Join(baseWork, "source")); link != baseSrc {
+		return nil, fmt.Sprintf("base work dir %s was built from %q, not %s; full build", baseWork, link, baseSrc), nil
+	}
+	if _, err := os.Stat(filepath.Join(baseSrc, "Makefile")); err != nil {
+		return nil, fmt.Sprintf("base source %s is gone; full build", baseSrc), nil
+	}
+	plan := &reusePlan{Base: base.Name, SourceAt: baseSrc, Work: b.layout.workDir(b.spec.Name), WorkAt: baseWork}
+	if err := probeNamespace(ctx, plan); err != nil {
+		return nil, fmt.Sprintf("cannot bind-mount in a private mount namespace (%v); full build", err), nil
+	}
+	return plan, "", nil
+}
+
+// probeNamespace checks that the plan's namespace and bind mounts work, by
+// mounting the base's paths over themselves and running true.
+func probeNamespace(ctx context.Context, plan *reusePlan) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	probe := *plan
+	probe.Source, probe.Work = plan.SourceAt, plan.WorkAt
+	out, err := run(ctx, command{argv: probe.wrap([]string{"true"})}, nil)
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, strings.Join(out, " "))
+	}
+	return nil
+}
+
+// workBuilt reports whether a work dir holds a finished build.
+func workBuilt(work string) bool {
+	for _, f := range []string{"vmlinux", "arch/x86/boot/bzImage"} {
+		if _, err := os.Stat(filepath.Join(work, f)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// seed makes the variant's work dir a copy of the base's (cp -a keeps the
+// mtimes make needs), unless it already is one for the same plan, and then
+// dates the files the patches changed so that make rebuilds what they feed.
+func (b *builder) seed(ctx context.Context, plan *reusePlan, marker *patchedMarker) error {
+	var got reusePlan
+	if data, err := os.ReadFile(filepath.Join(plan.Work, reuseStamp)); err == nil &&
+		json.Unmarshal(data, &got) == nil && got == *plan {
+		return nil
+	}
+	b.report(PhaseSeed, 0, "")
+	if err := os.RemoveAll(plan.Work); err != nil {
+		return fmt.Errorf("failed to remove stale work dir: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(plan.Work), 0o755); err != nil {
+		return fmt.Errorf("failed to create work dir: %w", err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(plan.Work), ".tmp-seed-")
+	if err != nil {
+		return fmt.Errorf("failed to create work dir: %w", err)
+	}
+	defer os.RemoveAll(tmp) // a no-op once renamed
+	if out, err := run(ctx, command{argv: []string{"cp", "-a", plan.WorkAt + "/.", tmp}}, nil); err != nil {
+		return fmt.Errorf("failed to copy the work dir of %s: %w\n%s", plan.Base, err, strings.Join(out, "\n"))
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return fmt.Errorf("failed to chmod work dir: %w", err)
+	}
+	if err := os.Remove(filepath.Join(tmp, reuseStamp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("failed to drop the base's reuse stamp: %w", err)
+	}
+	if err := touchChanged(plan, marker, time.Now()); err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(tmp, reuseStamp), plan); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, plan.Work); err != nil {
+		return fmt.Errorf("failed to move work dir into place: %w", err)
+	}
+	return nil
+}
+
+// dropSeed removes a work dir seeded from a base when the variant now builds
+// on its own: its objects were built for the base's paths.
+func dropSeed(work string) error {
+	if _, err := os.Stat(filepath.Join(work, reuseStamp)); err != nil {
+		return nil
+	}
+	if err := os.RemoveAll(work); err != nil {
+		return fmt.Errorf("failed to remove work dir seeded from a base: %w", err)
+	}
+	return nil
+}
+
+// touchChanged sets the mtime of each file the patches touched in
+// plan.Source: now when it differs from the same file in plan.SourceAt, the
+// base file's mtime when it does not. Files still hardlinked to the pristine
+// tree (more than one link) were not patched and are never touched, so the
+// pristine tree keeps its mtimes.
+func touchChanged(plan *reusePlan, marker *patchedMarker, now time.Time) error {
+	if marker == nil {
+		return nil
+	}
+	files := slices.Clone(marker.Files)
+	slices.Sort(files)
+	for _, rel := range slices.Compact(files) {
+		path := filepath.Join(plan.Source, rel)
+		var st unix.Stat_t
+		if err := unix.Lstat(path, &st); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue // deleted by a patch
+			}
+			return fmt.Errorf("failed to stat %s: %w", path, err)
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+			continue
+		}
+		mtime := now
+		basePath := filepath.Join(plan.SourceAt, rel)
+		if same, fi := sameFile(path, basePath); same {
+			mtime = fi.ModTime()
+		}
+		if err := os.Chtimes(path, mtime, mtime); err != nil {
+			return fmt.Errorf("failed to date %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// sameFile reports whether two files have the same content, with b's info.
+func sameFile(a, b string) (bool, os.FileInfo) {
+	fi, err := os.Stat(b)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false, nil
+	}
+	da, err := os.ReadFile(a)
+	if err != nil || int64(len(da)) != fi.Size() {
+		return false, nil
+	}
+	db, err := os.ReadFile(b)
+	if err != nil {
+		return false, nil
+	}
+	return bytes.Equal(da, db), fi
+}
