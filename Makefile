@@ -8,9 +8,10 @@ LAB := bin/lab
 KERNELS ?= kernels/stock-6.1.yaml kernels/stock-6.12.yaml kernels/ksoftirqd-6.12.yaml
 SCENARIOS ?= $(wildcard scenarios/*.yaml)
 
-# Host packages: QEMU, the kernel source, the kernel build dependencies, ccache.
+# Host packages: QEMU, the kernel source, the kernel build dependencies, ccache,
+# chromium (headless: the report screenshot test).
 APT_PKGS := qemu-system-x86 linux-source-6.1 linux-source-6.12 build-essential flex bison bc libelf-dev \
-	ccache cpio xz-utils patch kmod iproute2
+	ccache cpio xz-utils patch kmod iproute2 chromium
 
 .PHONY: all deps lab test test-kernel test-short bench clean
 

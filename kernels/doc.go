@@ -9,11 +9,21 @@
 // A kernel is built from a Debian linux-source tarball: `make tinyconfig`
 // (the spec's config.base), the spec's fragments merged in Go, `make
 // olddefconfig`, a check that every fragment setting survived, then
-// `make bzImage`. Everything lives under one cache root (DefaultCacheDir):
+// `make bzImage`. Patches (a file, a quilt folder, a git format-patch folder
+// or a lore mbox per entry, see package patches) go into a hardlink copy of
+// the pristine tree, published only when every patch applied.
+//
+// A spec that extends another is a variant: it builds on a copy of its
+// base's work dir, with make run inside a private mount namespace where the
+// variant's source and work dir are bind-mounted over the base's paths, so
+// that only what its patches change recompiles (reuse.go says why).
+//
+// Everything lives under one cache root (DefaultCacheDir):
 //
 //	src/<tarball>-<sha12>/     pristine extracted source, shared by all specs
-//	src/<name>-<patch12>/      patched copy, for specs with patches
-//	work/<name>/               persistent O= build dir, reused for incremental builds
+//	src/<name>-<patch12>/      patched hardlink copy, for specs with patches (tarball + series hash)
+//	work/<name>/               persistent O= build dir, reused for incremental builds;
+//	                           a variant's starts as a copy of its base's
 //	kernels/<name>-<key16>/    published artifact: bzImage, config, build.json
 //	index/<inputhash>.json     input hash -> artifact, the no-make fast path
 //	stamps/                    memoised tarball hashes
@@ -21,9 +31,11 @@
 //	lock                       flock held while building
 //
 // Artifacts are published with an atomic rename, so readers need no lock.
+// List reports each spec's cache state; GC removes what no spec needs.
 //
 // Errors split by who is at fault: *BuildError from `make bzImage` is a
 // kernel fault (the tree does not compile); *ConfigMismatchError and
-// *PatchError are spec faults; *MissingToolError and *MissingTarballError
-// are host faults; *SpecError points at a line of a spec or fragment file.
+// *PatchError (per-patch results: the file and hunk that failed) are spec
+// faults; *MissingToolError and *MissingTarballError are host faults;
+// *SpecError points at a line of a spec or fragment file.
 package kernels

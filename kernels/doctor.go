@@ -15,7 +15,7 @@ type Check struct {
 // HostChecks lists what building the given specs needs from the host.
 func HostChecks(specs ...*Spec) []Check {
 	var out []Check
-	for _, t := range append(buildTools, "patch") {
+	for _, t := range append(buildTools, "patch", "unshare", "mount") {
 		_, err := exec.LookPath(t)
 		out = append(out, Check{What: t, Package: toolPackages[t], OK: err == nil})
 	}

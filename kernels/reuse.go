@@ -25,9 +25,9 @@ package kernels
 //     and the base file's mtime when it does not.
 //   - The copy belongs to one patched source: the work dir carries a stamp
 //     (reuseStamp) holding the plan. When the plan changes (another series,
-//     other base paths) the copy is thrown away and seeded again, because
-//     make cannot notice a dropped patch: the reverted file is older than
-//     the object built from the patched one.
+//     other base paths, a newer base build) the copy is thrown away and
+//     seeded again, because make cannot notice a dropped patch: the reverted
+//     file is older than the object built from the patched one.
 
 import (
 	"bytes"
@@ -60,6 +60,10 @@ type reusePlan struct {
 	Work string `json:"work"`
 	// WorkAt is the base's work dir.
 	WorkAt string `json:"work_at"`
+	// BaseBuild is the mtime (ns) of the base's vmlinux: when the base is
+	// rebuilt, the variant starts again from the new build instead of
+	// redoing the base's recompiles itself.
+	BaseBuild int64 `json:"base_build_ns"`
 }
 
 // nsScript does the two bind mounts inside the new mount namespace and
@@ -116,7 +120,12 @@ func (b *builder) planReuse(ctx context.Context) (*reusePlan, string, error) {
 	if _, err := os.Stat(filepath.Join(baseSrc, "Makefile")); err != nil {
 		return nil, fmt.Sprintf("base source %s is gone; full build", baseSrc), nil
 	}
-	plan := &reusePlan{Base: base.Name, SourceAt: baseSrc, Work: b.layout.workDir(b.spec.Name), WorkAt: baseWork}
+	fi, err := os.Stat(filepath.Join(baseWork, "vmlinux"))
+	if err != nil {
+		return nil, fmt.Sprintf("base %s: %v; full build", base.Name, err), nil
+	}
+	plan := &reusePlan{Base: base.Name, SourceAt: baseSrc, Work: b.layout.workDir(b.spec.Name), WorkAt: baseWork,
+		BaseBuild: fi.ModTime().UnixNano()}
 	if err := probeNamespace(ctx, plan); err != nil {
 		return nil, fmt.Sprintf("cannot bind-mount in a private mount namespace (%v); full build", err), nil
 	}

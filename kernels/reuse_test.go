@@ -135,6 +135,16 @@ func TestSeed(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(plan.Work, "variant.o")); err == nil {
 		t.Error("a new plan kept the old work dir")
 	}
+	// A newer build of the base: seeded again too.
+	writeFiles(t, plan.Work, map[string]string{"variant.o": "x"})
+	plan3 := plan2
+	plan3.BaseBuild++
+	if err := b.seed(context.Background(), &plan3, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(plan.Work, "variant.o")); err == nil {
+		t.Error("a newer base build kept the old work dir")
+	}
 	if entries, _ := filepath.Glob(filepath.Join(root, "work", ".tmp-*")); len(entries) != 0 {
 		t.Errorf("seed left %q", entries)
 	}
@@ -261,7 +271,8 @@ func TestPlanReuse(t *testing.T) {
 		if err != nil || plan == nil {
 			t.Fatalf("planReuse = %+v, %q, %v", plan, note, err)
 		}
-		want := reusePlan{Base: "base", SourceAt: pristine, Work: l.workDir("variant"), WorkAt: l.workDir("base")}
+		want := reusePlan{Base: "base", SourceAt: pristine, Work: l.workDir("variant"), WorkAt: l.workDir("base"),
+			BaseBuild: mtime(t, filepath.Join(l.workDir("base"), "vmlinux")).UnixNano()}
 		if *plan != want {
 			t.Errorf("plan = %+v\nwant %+v", *plan, want)
 		}

@@ -19,6 +19,9 @@ var toolPackages = map[string]string{
 	"tar":   "tar",
 	"xz":    "xz-utils",
 	"patch": "patch",
+	// Variants need these to build on their base's build; without them they build in full.
+	"unshare": "util-linux",
+	"mount":   "mount",
 }
 
 // buildTools are needed by every build that runs make.

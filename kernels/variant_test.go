@@ -159,3 +159,33 @@ func TestBuildVariantConflict(t *testing.T) {
 		t.Errorf("a half-patched source was left: %q", matches)
 	}
 }
+
+func TestSource(t *testing.T) {
+	dir, base, l := fakeKbuildLab(t)
+	ctx := context.Background()
+	opts := Options{CacheDir: l.root}
+	pristine, err := Source(ctx, base, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := writeVariant(t, dir, "--- a/a.c\n+++ b/a.c\n@@ -1 +1 @@\n-int a = 1;\n+int a = 10;\n")
+	patched, err := Source(ctx, v, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(patched) != l.srcDir() || !strings.HasPrefix(filepath.Base(patched), "variant-") {
+		t.Errorf("Source(variant) = %s, want src/variant-<hash>", patched)
+	}
+	for tree, want := range map[string]string{pristine: "int a = 1;\n", patched: "int a = 10;\n"} {
+		if data, _ := os.ReadFile(filepath.Join(tree, "a.c")); string(data) != want {
+			t.Errorf("%s/a.c = %q, want %q", tree, data, want)
+		}
+	}
+	if m, err := readMarker(patched); err != nil || strings.Join(m.Files, ",") != "a.c" {
+		t.Errorf("marker = %+v, %v", m, err)
+	}
+	again, err := Source(ctx, v, opts)
+	if err != nil || again != patched {
+		t.Errorf("second Source = %s, %v; want the stamped copy reused", again, err)
+	}
+}

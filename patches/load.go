@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -222,9 +221,4 @@ func kind(m fs.FileMode) string {
 		return "file"
 	}
 	return "special file"
-}
-
-// sortMails orders numbered mails by n, keeping file order for equal n.
-func sortMails(ms []mail) {
-	sort.SliceStable(ms, func(i, j int) bool { return ms[i].n < ms[j].n })
 }

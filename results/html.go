@@ -256,7 +256,7 @@ var runPage = template.Must(template.New("run").Funcs(repFuncs).Parse(`<!DOCTYPE
 <h2>Timeline</h2>
 <figure>{{.Timeline}}
 <figcaption>
-{{- if .Plot.HasLoads}}Received packets/s: what the sink of each load received in each second of the load, drawn at the start step of the load plus that second; a hollow last point is a second the load stopped within. {{end}}
+{{- if .Plot.HasLoads}}Received packets/s: what the sink of each load received (request/response loads: transactions) in each second of the load, drawn at the start step of the load plus that second; a hollow last point is a second the load stopped within. {{end}}
 {{- if .Plot.HasNetRX}}NET_RX softirqs/s per CPU: between consecutive /proc/softirqs snapshots of the samplers. {{end}}
 {{- if or .Plot.HasLoads .Plot.HasNetRX}}Shaded spans mark alternate steps of the first lane. {{end}}
 Steps: one bar per timeline step, parallel steps in lanes below one another (hover for timings; red: the step failed).
@@ -271,7 +271,7 @@ Steps: one bar per timeline step, parallel steps in lanes below one another (hov
 {{- if .Splats}}
 <h2>Splats <span class="small">{{len .Splats}}</span></h2>
 {{- range .Splats}}
-<details class="splat"{{if not .S.Allowed}} open{{end}}><summary>S{{.N}} {{.S.Title}} <span class="small">{{.S.Type}} · {{.Where}}{{if .S.Allowed}} · allowed: {{.S.Allowed}}{{end}}</span></summary>
+<details class="splat"{{if not .S.Allowed}} open="open"{{end}}><summary>S{{.N}} {{.S.Title}} <span class="small">{{.S.Type}} · {{.Where}}{{if .S.Allowed}} · allowed: {{.S.Allowed}}{{end}}</span></summary>
 <pre>{{.S.Report}}</pre></details>
 {{- end}}
 {{- end}}

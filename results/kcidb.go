@@ -106,7 +106,7 @@ func (r *Result) kcidb() kcidbData {
 	}
 	runID := fmt.Sprintf("%s:%s-%s", kcidbOrigin, kcidbShort(key), r.Started.UTC().Format("20060102T150405.000000000Z"))
 	suite := "napilab." + kcidbPathPart(r.Scenario)
-	env := &kcidbEnvironment{Comment: "QEMU " + r.Accel}
+	env := &kcidbEnvironment{Comment: strings.TrimSpace("QEMU " + r.Accel)}
 	test := func(n int, path, status, comment string) kcidbTest {
 		return kcidbTest{ID: fmt.Sprintf("%s:%d", runID, n), BuildID: src, Origin: kcidbOrigin, Path: path,
 			Status: status, Comment: comment, StartTime: start, Environment: env}

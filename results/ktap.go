@@ -50,6 +50,16 @@ func (r *Result) WriteKTAP(w io.Writer) error {
 	for _, reason := range r.Reasons {
 		ktapDiag(bw, "reason: "+reason)
 	}
+	for _, s := range r.Splats {
+		d := fmt.Sprintf("splat: %s (console line %d", s.Title, s.Line)
+		if s.Step != "" {
+			d += fmt.Sprintf(", during %q +%.2fs", s.Step, s.Offset)
+		}
+		if s.Allowed != "" {
+			d += ", allowed: " + s.Allowed
+		}
+		ktapDiag(bw, d+")")
+	}
 	pass, fail, errs := 0, 0, 0
 	for i, c := range cases {
 		line := fmt.Sprintf("ok %d %s", i+1, ktapName(c.name))
@@ -102,7 +112,7 @@ func (r *Result) repCases() []repCase {
 			c.status = "FAIL"
 			c.reason = fmt.Sprintf("measured %s, want %s", a.Measured, a.Bound)
 			c.excerpt = a.Detail
-			if a.Detail != "" && a.Detail != a.Measured {
+			if a.Detail != "" && !strings.Contains(a.Measured, a.Detail) {
 				c.diag = strings.Split(strings.TrimRight(a.Detail, "\n"), "\n")
 			}
 			if a.Kind == "no-splat" {

@@ -1,0 +1,239 @@
+package kernels
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// collector is the state of one GC run.
+type collector struct {
+	l      layout
+	dryRun bool
+	// names holds the spec names in use.
+	names map[string]bool
+	// keep holds the artifact dir names to keep.
+	keep map[string]bool
+	// currentSrc maps a spec to its current patched source dir name, "" when it has no patches.
+	currentSrc map[string]string
+	// gone holds the artifact dir names removed (or, dry-running, to be removed).
+	gone    map[string]bool
+	removed []Removal
+	freed   int64
+}
+
+// current keeps the artifact each spec's current inputs map to.
+func (g *collector) current(ctx context.Context, specs []*Spec) {
+	for _, s := range specs {
+		in, err := resolveInputs(ctx, g.l, s)
+		if err != nil {
+			continue // e.g. a missing tarball: the newest index entry still counts
+		}
+		if a, ok := lookupIndex(g.l, in.hash()); ok {
+			g.keep[filepath.Base(a.Dir)] = true
+		}
+		g.currentSrc[s.Name] = ""
+		if in.hasPatches() {
+			g.currentSrc[s.Name] = filepath.Base(g.l.sourceDir(s, in))
+		}
+	}
+}
+
+// indexRef is one index entry on disk.
+type indexRef struct {
+	path     string
+	artifact string
+	mtime    time.Time
+}
+
+// readIndex returns the index entries, newest first.
+func (g *collector) readIndex() []indexRef {
+	files, _ := filepath.Glob(filepath.Join(g.l.indexDir(), "*.json"))
+	var refs []indexRef
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		var e indexEntry
+		if err != nil || json.Unmarshal(data, &e) != nil {
+			e = indexEntry{}
+		}
+		refs = append(refs, indexRef{path: f, artifact: e.Artifact, mtime: fi.ModTime()})
+	}
+	sort.SliceStable(refs, func(i, j int) bool { return refs[i].mtime.After(refs[j].mtime) })
+	return refs
+}
+
+// newest keeps the artifacts of the keep newest index entries of each spec in use.
+func (g *collector) newest(keep int) {
+	perSpec := map[string]int{}
+	seen := map[string]bool{}
+	for _, r := range g.readIndex() {
+		if r.artifact == "" || seen[r.artifact] {
+			continue
+		}
+		seen[r.artifact] = true
+		if _, err := loadArtifact(filepath.Join(g.l.kernelsDir(), r.artifact)); err != nil {
+			continue
+		}
+		spec := artifactSpec(g.l, r.artifact)
+		if !g.names[spec] || perSpec[spec] >= keep {
+			continue
+		}
+		g.keep[r.artifact] = true
+		perSpec[spec]++
+	}
+}
+
+// artifactKeyRe matches the "-<key16>" suffix of an artifact dir name.
+var artifactKeyRe = regexp.MustCompile(`-[0-9a-f]{16}$`)
+
+// artifactSpec names the spec an artifact dir belongs to: from its build.json, else its name.
+func artifactSpec(l layout, name string) string {
+	if a, err := loadArtifact(filepath.Join(l.kernelsDir(), name)); err == nil && a.Info.Spec != "" {
+		return a.Info.Spec
+	}
+	return artifactKeyRe.ReplaceAllString(name, "")
+}
+
+// artifacts removes artifact dirs not kept, and temp dirs of interrupted publishes.
+func (g *collector) artifacts() error {
+	return g.each(g.l.kernelsDir(), func(name string) string {
+		spec := artifactSpec(g.l, name)
+		why := ""
+		switch {
+		case strings.HasPrefix(name, ".tmp-"):
+			return "leftover of an interrupted build"
+		case g.keep[name]:
+			return ""
+		case !g.names[spec]:
+			why = fmt.Sprintf("artifact of spec %s, which no longer exists", spec)
+		default:
+			why = fmt.Sprintf("artifact of spec %s, superseded by newer builds", spec)
+		}
+		g.gone[name] = true
+		return why
+	})
+}
+
+// index removes index entries whose artifact is gone or being removed.
+func (g *collector) index() error {
+	for _, r := range g.readIndex() {
+		if r.artifact != "" && r.artifact == filepath.Base(r.artifact) && !g.gone[r.artifact] {
+			if _, err := os.Stat(filepath.Join(g.l.kernelsDir(), r.artifact, buildInfoFile)); err == nil {
+				continue
+			}
+		}
+		if err := g.remove(r.path, "index entry of a removed artifact"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// workDirs removes the work dirs of specs not in use and seeding leftovers.
+func (g *collector) workDirs() error {
+	return g.each(filepath.Join(g.l.root, "work"), func(name string) string {
+		switch {
+		case strings.HasPrefix(name, ".tmp-"):
+			return "leftover of an interrupted build"
+		case !g.names[name]:
+			return fmt.Sprintf("work dir of spec %s, which no longer exists", name)
+		}
+		return ""
+	})
+}
+
+// leftoverSrcRe matches temp dirs of interrupted extractions and patch runs.
+var leftoverSrcRe = regexp.MustCompile(`^(\.tmp-|\..+\.tmp-)`)
+
+// sources removes patched source copies of specs not in use or of older
+// series; pristine extractions (no patched stamp) stay.
+func (g *collector) sources() error {
+	return g.each(g.l.srcDir(), func(name string) string {
+		if leftoverSrcRe.MatchString(name) {
+			return "leftover of an interrupted build"
+		}
+		if _, err := os.Stat(filepath.Join(g.l.srcDir(), name, patchedStamp)); err != nil {
+			return ""
+		}
+		i := strings.LastIndexByte(name, '-')
+		if i <= 0 {
+			return ""
+		}
+		spec := name[:i]
+		if !g.names[spec] {
+			return fmt.Sprintf("patched source of spec %s, which no longer exists", spec)
+		}
+		switch cur, ok := g.currentSrc[spec]; {
+		case ok && cur == "":
+			return fmt.Sprintf("patched source of spec %s, which has no patches now", spec)
+		case ok && cur != name:
+			return fmt.Sprintf("patched source of an older patch series of %s", spec)
+		}
+		return ""
+	})
+}
+
+// each calls why for every entry of dir and removes those it gives a reason for.
+func (g *collector) each(dir string, why func(name string) string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("failed to read %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if reason := why(e.Name()); reason != "" {
+			if err := g.remove(filepath.Join(dir, e.Name()), reason); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// remove records and (unless dry-running) removes path.
+func (g *collector) remove(path, why string) error {
+	n := diskUsage(path)
+	if !g.dryRun {
+		if err := os.RemoveAll(path); err != nil {
+			return fmt.Errorf("failed to remove %s: %w", path, err)
+		}
+	}
+	g.removed = append(g.removed, Removal{Path: path, Bytes: n, Why: why})
+	g.freed += n
+	return nil
+}
+
+// diskUsage sums the disk blocks of everything under path that removing it
+// frees: files with other hard links (a patched copy's untouched files) do not count.
+func diskUsage(path string) int64 {
+	var n int64
+	_ = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		var st syscall.Stat_t
+		if syscall.Lstat(p, &st) != nil {
+			return nil
+		}
+		if d.IsDir() || st.Nlink == 1 {
+			n += st.Blocks * 512
+		}
+		return nil
+	})
+	return n
+}
