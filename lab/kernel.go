@@ -14,7 +14,7 @@ import (
 
 func newKernelCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "kernel", Short: "Build and inspect lab kernels"}
-	cmd.AddCommand(newKernelBuildCmd(g))
+	cmd.AddCommand(newKernelBuildCmd(g), newKernelListCmd(g), newKernelGCCmd(g))
 	return cmd
 }
 

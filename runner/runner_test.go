@@ -84,3 +84,27 @@ func TestMaxParallel(t *testing.T) {
 		t.Errorf("MaxParallel(1000) = %d with %d cpus", n, runtime.NumCPU())
 	}
 }
+
+func TestBisect(t *testing.T) {
+	for n := 1; n <= 9; n++ {
+		for culprit := 1; culprit <= n; culprit++ {
+			probes := 0
+			got, err := Bisect(n, func(k int) (bool, error) {
+				probes++
+				if k <= 0 || k >= n {
+					t.Fatalf("probed an end: %d of %d", k, n)
+				}
+				return k >= culprit, nil
+			}, nil)
+			if err != nil || got != culprit {
+				t.Errorf("n=%d culprit=%d: got %d, %v", n, culprit, got, err)
+			}
+			if probes > 4 {
+				t.Errorf("n=%d: %d probes", n, probes)
+			}
+		}
+	}
+	if _, err := Bisect(0, nil, nil); err == nil {
+		t.Error("empty series accepted")
+	}
+}
