@@ -135,7 +135,10 @@ func compare(cmd *cobra.Command, g *globalOptions, o *compareOptions, file strin
 		c = &shown
 	}
 	c.WriteText(cmd.OutOrStdout())
-	fmt.Fprintf(cmd.OutOrStdout(), "comparison folder: %s\n", dir)
+	if err := results.WriteComparisonReports(dir); err != nil {
+		fmt.Fprintf(stderr, "note: compare.html not written: %v\n", err)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "comparison folder: %s (compare.html)\n", dir)
 	return nil
 }
 

@@ -71,7 +71,11 @@ func Run(ctx context.Context, cfg Config) *results.Result {
 	}
 	r.Timings.Total = time.Since(r.Started).Seconds()
 	run.finish(err)
-	if werr := r.Write(cfg.OutDir); werr != nil && r.Verdict != results.Error {
+	werr := r.Write(cfg.OutDir)
+	if werr == nil {
+		werr = r.WriteReports(cfg.OutDir) // report.html, result.ktap, kcidb.json
+	}
+	if werr != nil && r.Verdict != results.Error {
 		r.Verdict, r.Reasons = results.Error, append(r.Reasons, werr.Error())
 	}
 	return r
