@@ -26,6 +26,9 @@ type QEMU struct {
 	Append   string
 	Control  string // unix socket path of the agent's virtio-serial port
 	NICs     []QEMUNIC
+	// Interactive connects the serial console to this process's terminal
+	// (Ctrl-C goes to the guest) and copies it raw to stdout.
+	Interactive bool
 }
 
 // QEMUNIC is a virtio-net device backed by an open multi-queue tap.
@@ -42,7 +45,8 @@ func (q *QEMU) Args() []string {
 		"-smp", fmt.Sprintf("%d,sockets=%d,cores=1,threads=1", q.CPUs, q.CPUs),
 		"-m", strconv.Itoa(q.MemoryMB),
 		"-nographic", "-nodefaults", "-no-reboot", "-no-user-config",
-		"-serial", "stdio",
+		"-chardev", "stdio,id=con,signal=" + map[bool]string{true: "off", false: "on"}[q.Interactive],
+		"-serial", "chardev:con",
 		"-kernel", q.Kernel, "-initrd", q.Initrd, "-append", q.Append,
 		"-device", "virtio-serial-pci,id=vser0",
 		"-chardev", "socket,id=ctl,path=" + q.Control + ",server=on,wait=off",
@@ -111,13 +115,23 @@ func (q *QEMU) start(w io.Writer) (*vm, error) {
 	if err != nil {
 		return nil, err
 	}
+	var console io.Reader = out
+	if q.Interactive {
+		// The terminal sees bytes as they come (a prompt has no newline).
+		// QEMU stays in our process group, the terminal's foreground one,
+		// or reading the terminal would stop it (SIGTTIN); it puts the
+		// terminal in raw mode, so Ctrl-C reaches the guest.
+		cmd.Stdin = os.Stdin
+		cmd.SysProcAttr.Setpgid = false
+		console = io.TeeReader(out, os.Stdout)
+	}
 	v := &vm{cmd: cmd, console: newConsole(w), done: make(chan struct{})}
 	cmd.Stderr = &v.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("failed to start %s (apt-get install qemu-system-x86): %w", q.binary(), err)
 	}
 	go func() {
-		v.console.copy(out)
+		v.console.copy(console)
 		v.waitErr = cmd.Wait()
 		close(v.done)
 	}()
@@ -141,7 +155,11 @@ func (v *vm) stop(grace time.Duration) {
 		return
 	case <-time.After(grace):
 	}
-	syscall.Kill(-v.cmd.Process.Pid, syscall.SIGKILL)
+	if v.cmd.SysProcAttr.Setpgid {
+		syscall.Kill(-v.cmd.Process.Pid, syscall.SIGKILL)
+	} else {
+		v.cmd.Process.Kill()
+	}
 	<-v.done
 }
 

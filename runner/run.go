@@ -36,6 +36,10 @@ type Config struct {
 	Accel      string            // kvm, tcg or "" (auto)
 	QEMU       string            // the QEMU binary, default qemu-system-x86_64
 	Seed       int64             // overrides the scenario seed (lab repro), 0 = keep
+	// Shell hands the serial console to the user's terminal (the agent runs
+	// the image's shell on it) instead of running the timeline; the run
+	// ends when the guest powers off.
+	Shell bool
 	// Logf receives one-line progress messages; nil = silent.
 	Logf func(format string, args ...any)
 }
@@ -135,7 +139,11 @@ func (r *run) do(ctx context.Context) error {
 
 	q := &QEMU{Binary: r.cfg.QEMU, Accel: accel, CPUs: r.s.Machine.CPUs, MemoryMB: r.s.Machine.MemoryMB,
 		Kernel: r.cfg.Kernel.BzImage, Initrd: r.cfg.Initramfs, Control: filepath.Join(sockDir, "ctl.sock"),
-		Append: strings.Join(append(append(append([]string{}, baseCmdline...), r.cfg.Cmdline...), r.s.Machine.Cmdline...), " ")}
+		Append:      strings.Join(append(append(append([]string{}, baseCmdline...), r.cfg.Cmdline...), r.s.Machine.Cmdline...), " "),
+		Interactive: r.cfg.Shell}
+	if r.cfg.Shell {
+		q.Append += " napilab.shell=1"
+	}
 	for i, t := range r.host.taps {
 		q.NICs = append(q.NICs, QEMUNIC{MAC: r.s.Topology.NICs[i].MAC, Queues: t.Queues})
 	}
@@ -170,6 +178,14 @@ func (r *run) do(ctx context.Context) error {
 		return err
 	}
 	r.snapshotDevices(ctx, "after setup")
+	if r.cfg.Shell {
+		r.cfg.Logf("shell ready: the topology is up, the agent still answers; power off with: echo o > /proc/sysrq-trigger")
+		select {
+		case <-r.vm.done:
+		case <-ctx.Done():
+		}
+		return nil
+	}
 	seed := r.s.Seed
 	if r.cfg.Seed != 0 {
 		seed = r.cfg.Seed

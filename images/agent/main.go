@@ -38,6 +38,9 @@ func main() {
 	if err := conn.Send(&wire.Message{Event: wire.EventReady, Data: wire.Encode(hello)}); err != nil {
 		logf("send ready: %v", err)
 	}
+	if shellWanted() {
+		go serveShell()
+	}
 	for {
 		m, err := conn.Recv()
 		if err != nil {

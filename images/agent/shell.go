@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// shellWanted says whether the kernel command line asks for napilab.shell=1.
+func shellWanted() bool {
+	b, err := os.ReadFile("/proc/cmdline")
+	if err != nil {
+		return false
+	}
+	for _, w := range strings.Fields(string(b)) {
+		if w == "napilab.shell=1" {
+			return true
+		}
+	}
+	return false
+}
+
+// serveShell runs the image's shell on the serial console as its
+// controlling terminal, again each time it exits, while the agent keeps
+// serving the control channel.
+func serveShell() {
+	for {
+		tty, err := os.OpenFile("/dev/ttyS0", os.O_RDWR, 0)
+		if err != nil {
+			logf("shell: %v", err)
+			return
+		}
+		// -comp=false: the plain line editor; the rich one needs a terminal size a serial line lacks.
+		cmd := exec.Command("/bin/sh", "-comp=false")
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+		cmd.Env = []string{"PATH=/bin", "HOME=/tmp", "TERM=linux", "PS1=napilab# "}
+		cmd.Dir = "/tmp"
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		logf("shell on ttyS0 (agent still serving); poweroff with: echo o > /proc/sysrq-trigger")
+		if err := cmd.Run(); err != nil {
+			logf("shell: %v", err)
+		}
+		tty.Close()
+		time.Sleep(200 * time.Millisecond)
+	}
+}

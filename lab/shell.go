@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"napilab/images"
+	"napilab/results"
+	"napilab/runner"
+	"napilab/scenarios"
+)
+
+type shellOptions struct {
+	kernel string
+	params []string
+	out    string
+	accel  string
+}
+
+// shellScenario is the topology-less machine lab shell boots without a scenario.
+const shellScenario = "name: shell\nmachine: {cpus: 2}\ntimeline:\n  - sleep: 1ms\n"
+
+func newShellCmd(g *globalOptions) *cobra.Command {
+	o := &shellOptions{}
+	cmd := &cobra.Command{
+		Use:   "shell [SCENARIO] [--kernel SPEC]",
+		Short: "Boot a kernel (with a scenario's machine and topology) and get a shell in the guest",
+		Long: `Boots the kernel with u-root's shell and core tools (ls, cat, ip, ps, dmesg, mount, grep, ping, ...)
+next to the agent; with a scenario its machine, NICs, veths and namespaces are set up first (the
+timeline is not run). The serial console is your terminal: Ctrl-C goes to the guest. Leave with
+"echo o > /proc/sysrq-trigger" (power off). The console is saved in a run folder as usual.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			params, err := parseParams(o.params)
+			if err != nil {
+				return err
+			}
+			var s *scenarios.Scenario
+			if len(args) == 1 {
+				s, err = scenarios.Open(args[0], params)
+			} else {
+				s, err = scenarios.Parse("shell", []byte(shellScenario), nil)
+			}
+			if err != nil {
+				return err
+			}
+			k, spec, err := buildKernel(ctx, g, o.kernel, 0, progressWriter(cmd.ErrOrStderr(), false))
+			if err != nil {
+				return err
+			}
+			img, err := images.BuildShell(ctx, images.Options{CacheDir: g.cache()})
+			if err != nil {
+				return err
+			}
+			dir := filepath.Join(o.out, fmt.Sprintf("%s-shell-%s", time.Now().Format("20060102-150405"), spec.Name))
+			res := runner.Run(ctx, runner.Config{Scenario: s, Kernel: results.Kernel{Spec: spec.Name, Key: k.Key, BzImage: k.BzImage},
+				KernelSpec: o.kernel, Cmdline: spec.Cmdline, Initramfs: img.Path, ImageHash: img.Hash, OutDir: dir,
+				Accel: o.accel, Params: params, Shell: true,
+				Logf: func(f string, a ...any) { fmt.Fprintf(cmd.ErrOrStderr(), "  "+f+"\n", a...) }})
+			fmt.Fprintf(cmd.OutOrStdout(), "\nshell ended: %s; run folder %s\n", res.Verdict, dir)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&o.kernel, "kernel", "k", "kernels/stock-6.1.yaml", "kernel spec")
+	cmd.Flags().StringArrayVarP(&o.params, "param", "p", nil, "scenario parameter name=value")
+	cmd.Flags().StringVarP(&o.out, "out", "o", "results/runs", "folder for the run folder")
+	cmd.Flags().StringVar(&o.accel, "accel", "", "kvm or tcg")
+	return cmd
+}
