@@ -103,7 +103,11 @@ func bisect(cmd *cobra.Command, g *globalOptions, o *bisectOptions, file string)
 		if err != nil {
 			return false, fmt.Errorf("build with patches 1..%d: %w", k, err)
 		}
-		fmt.Fprintf(stderr, "patches 1..%d: kernel %s (%d objects, %.0fs)\n", k, spec.Name, a.Info.Objects, a.Info.Seconds)
+		how := fmt.Sprintf("built: %d objects in %.0fs", a.Info.Objects, a.Info.Seconds)
+		if a.Cached {
+			how = "cached"
+		}
+		fmt.Fprintf(stderr, "patches 1..%d: kernel %s (%s)\n", k, spec.Name, how)
 		for i := 1; i <= o.runs; i++ {
 			runsUsed++
 			r := runner.Run(ctx, runner.Config{Scenario: s, Kernel: results.Kernel{Spec: spec.Name, Key: a.Key, BzImage: a.BzImage},

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -197,5 +198,32 @@ func TestInterruptLeavesNothing(t *testing.T) {
 	res := runScenario(t, "../scenarios/threaded-toggle-under-load.yaml", k, img, func(c *testConfig) { c.timeout = 5 * time.Second })
 	if res.Verdict != results.Error || !strings.Contains(strings.Join(res.Reasons, "\n"), "interrupted") {
 		t.Errorf("verdict %s %v, want ERROR: interrupted", res.Verdict, res.Reasons)
+	}
+}
+
+// TestFlakeRate runs a scenario that fails one run in five and checks the
+// measured rate's interval (99.9%, so the test itself flakes once in a
+// thousand) contains 0.2, and that the failure title is counted.
+func TestFlakeRate(t *testing.T) {
+	k, img := guest(t)
+	s, err := scenarios.Open("testdata/flaky-one-in-five.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []Job
+	for i := 0; i < 40; i++ {
+		jobs = append(jobs, Job{Name: "flaky#" + strconv.Itoa(i), Group: "flaky", Cfg: Config{Scenario: s,
+			Kernel: results.Kernel{Spec: "stock-6.1", Key: k.Key, BzImage: k.BzImage}, Initramfs: img.Path,
+			OutDir: filepath.Join(t.TempDir(), strconv.Itoa(i))}})
+	}
+	rs := RunBatch(context.Background(), jobs, MaxParallel(2, 256), false, nil)
+	f := results.SummariseFlakes(rs)
+	lo, hi := results.Wilson(f.Fails, f.Runs, 3.29)
+	t.Logf("%s; 99.9%% interval %.3f-%.3f", f, lo, hi)
+	if f.Runs != 40 || lo > 0.2 || hi < 0.2 {
+		t.Errorf("%d runs, %d failed: interval %.3f-%.3f misses 0.2", f.Runs, f.Fails, lo, hi)
+	}
+	if f.Fails > 0 && f.Titles[`step "coin" (line 5) failed: injected fault (p=0.2)`] != f.Fails {
+		t.Errorf("failure titles %v", f.Titles)
 	}
 }

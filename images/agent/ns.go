@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -138,6 +140,9 @@ func (n *namespaces) path(name, p string) string {
 }
 
 func (n *namespaces) writeFile(f wire.File) error {
+	if f.Path == wire.FaultPath {
+		return injectFault(f.Value)
+	}
 	return n.in(f.Netns, func() error {
 		fd, err := os.OpenFile(n.path(f.Netns, f.Path), os.O_WRONLY, 0)
 		if err != nil {
@@ -213,4 +218,17 @@ func (n *namespaces) channels(ns, dev string, combined int) error {
 		}
 		return nil
 	})
+}
+
+// injectFault fails with the probability written to wire.FaultPath: a
+// test-only switch that lets the lab's own tests see flaky runs.
+func injectFault(value string) error {
+	p, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+	if err != nil || p < 0 || p > 1 {
+		return fmt.Errorf("%s wants a probability 0..1, got %q", wire.FaultPath, value)
+	}
+	if rand.Float64() < p {
+		return fmt.Errorf("injected fault (p=%g)", p)
+	}
+	return nil
 }

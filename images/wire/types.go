@@ -40,6 +40,10 @@ type Veth struct {
 	Queues int `json:"queues,omitempty"`
 }
 
+// FaultPath is not a file: writing a probability p to it fails the write
+// with probability p. The lab's tests use it to make flaky runs on purpose.
+const FaultPath = "/napilab/fault"
+
 // File names a file in a namespace's view; /sys paths resolve to that
 // namespace's sysfs.
 type File struct {
