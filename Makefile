@@ -13,7 +13,7 @@ SCENARIOS ?= $(wildcard scenarios/*.yaml)
 APT_PKGS := qemu-system-x86 linux-source-6.1 linux-source-6.12 build-essential flex bison bc libelf-dev \
 	ccache cpio xz-utils patch kmod iproute2 chromium
 
-.PHONY: all deps lab test test-kernel test-short bench clean
+.PHONY: all deps lab test test-kernel test-lab test-short bench clean
 
 all: lab
 
@@ -39,6 +39,11 @@ test-kernel: deps lab
 test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 80m ./...
+
+# test-lab is the lab's own regression test: the positive-control kernels
+# (real upstream bugs put back) must FAIL their scenarios, the base PASS.
+test-lab: deps
+	NAPILAB_CONTROLS=1 $(GO) test -count=1 -timeout 60m -run PositiveControls -v ./runner/
 
 # test-short skips everything that builds or boots a kernel.
 test-short:

@@ -1,0 +1,80 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"napilab/kernels"
+	"napilab/results"
+	"napilab/scenarios"
+)
+
+// positiveControl is a regression kernel that puts a real upstream bug back, the
+// scenario that must catch it, and the failure title it must report.
+type positiveControl struct {
+	spec, scenario string
+	title          *regexp.Regexp
+	params         map[string]string
+}
+
+var positiveControls = []positiveControl{
+	{"regress-napi-disable-hang-6.1.yaml", "napi-disable-threaded-gro.yaml", regexp.MustCompile(`^hang in napi_disable$`),
+		map[string]string{"rate": "500", "period": "20ms", "duration": "15s"}},
+	{"regress-napi-thread-owner-6.1.yaml", "napi-disable-threaded-gro.yaml", regexp.MustCompile(`^(WARNING in |hang in |BUG|general protection)`), nil},
+}
+
+// TestPositiveControls is make test-lab: each regression kernel must FAIL
+// its scenario with the right title within a few runs, and the clean base
+// must PASS the same scenario. It builds variants and is opt-in
+// (NAPILAB_CONTROLS=1) because a race may need many runs.
+func TestPositiveControls(t *testing.T) {
+	if os.Getenv("NAPILAB_CONTROLS") == "" {
+		t.Skip("set NAPILAB_CONTROLS=1 (make test-lab)")
+	}
+	base, img := guest(t)
+	tries, _ := strconv.Atoi(os.Getenv("NAPILAB_CONTROL_RUNS"))
+	if tries == 0 {
+		tries = 5
+	}
+	for _, c := range positiveControls {
+		t.Run(c.spec, func(t *testing.T) {
+			s, err := scenarios.Open(filepath.Join("../scenarios", c.scenario), c.params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec, err := kernels.LoadSpec(filepath.Join("../kernels", c.spec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			k, err := kernels.Build(context.Background(), spec, kernels.Options{CacheDir: kernels.DefaultCacheDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			run := func(k results.Kernel, n int) []*results.Result {
+				var jobs []Job
+				for i := 0; i < n; i++ {
+					jobs = append(jobs, Job{Name: strconv.Itoa(i), Cfg: Config{Scenario: s, Kernel: k, Initramfs: img.Path,
+						OutDir: filepath.Join(t.TempDir(), strconv.Itoa(i)), Logf: t.Logf}})
+				}
+				return RunBatch(context.Background(), jobs, 1, true, nil)
+			}
+			clean := run(results.Kernel{Spec: "stock-6.1", Key: base.Key, BzImage: base.BzImage}, 1)
+			if clean[0].Verdict != results.Pass {
+				t.Fatalf("the clean base fails %s: %v", c.scenario, clean[0].Reasons)
+			}
+			rs := run(results.Kernel{Spec: spec.Name, Key: k.Key, BzImage: k.BzImage}, tries)
+			last := rs[len(rs)-1]
+			if last.Verdict != results.Fail {
+				t.Fatalf("%s passed %s %d times: the lab did not catch the bug", spec.Name, c.scenario, len(rs))
+			}
+			if !c.title.MatchString(last.Title()) {
+				t.Errorf("%s failed with %q, want %v", spec.Name, last.Title(), c.title)
+			}
+			t.Logf("%s: FAIL on run %d: %s", spec.Name, len(rs), last.Title())
+		})
+	}
+}
