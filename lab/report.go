@@ -78,7 +78,32 @@ func newResultsCmd(_ *globalOptions) *cobra.Command {
 	}
 	list.Flags().StringVarP(&o.out, "out", "o", "results/runs", "folder holding run and comparison folders")
 	list.Flags().IntVarP(&o.n, "number", "n", 20, "how many folders to show (0: all)")
-	cmd.AddCommand(list)
+	var mergeOut string
+	merge := &cobra.Command{
+		Use:   "merge SHARD_FOLDER...",
+		Short: "Join the run folders of CI shards into one folder with one junit.xml; exit with the worst verdict",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rs, err := results.Merge(args, mergeOut)
+			if err != nil {
+				return err
+			}
+			worst := results.Pass
+			for _, r := range rs {
+				fmt.Fprintf(cmd.OutOrStdout(), "%-5s %s on %s\n", r.Verdict, r.Scenario, r.Kernel.Spec)
+				if r.Verdict.ExitCode() > worst.ExitCode() {
+					worst = r.Verdict
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%d runs merged into %s (junit.xml)\n", len(rs), mergeOut)
+			if worst != results.Pass {
+				return &exitCodeError{code: worst.ExitCode()}
+			}
+			return nil
+		},
+	}
+	merge.Flags().StringVarP(&mergeOut, "out", "o", "results/merged", "the merged folder")
+	cmd.AddCommand(list, merge)
 	return cmd
 }
 

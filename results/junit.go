@@ -37,6 +37,23 @@ type junitMessage struct {
 // WriteJUnit writes the result as a JUnit XML suite: one case per
 // assertion, plus a case for infrastructure errors and hangs.
 func (r *Result) WriteJUnit(path string) error {
+	return WriteJUnit(path, []*Result{r})
+}
+
+// WriteJUnit writes one suite per result into one file (merged shards).
+func WriteJUnit(path string, rs []*Result) error {
+	var all junitSuites
+	for _, r := range rs {
+		all.Suites = append(all.Suites, r.junitSuite())
+	}
+	b, err := xml.MarshalIndent(all, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append([]byte(xml.Header), append(b, '\n')...), 0o644)
+}
+
+func (r *Result) junitSuite() junitSuite {
 	s := junitSuite{Name: r.Scenario + " @ " + r.Kernel.Spec, Time: r.Timings.Total}
 	class := "napilab." + r.Kernel.Spec + "." + r.Scenario
 	if r.Verdict == Error {
@@ -64,9 +81,5 @@ func (r *Result) WriteJUnit(path string) error {
 			s.Errors++
 		}
 	}
-	b, err := xml.MarshalIndent(junitSuites{Suites: []junitSuite{s}}, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append([]byte(xml.Header), append(b, '\n')...), 0o644)
+	return s
 }
