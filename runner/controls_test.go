@@ -22,9 +22,16 @@ type positiveControl struct {
 }
 
 var positiveControls = []positiveControl{
+	// Caught every time seen so far: "WARNING in napi_threaded_poll" (the
+	// WARN_ON of napi_thread_wait, inlined) while threaded flips under load.
+	{"regress-napi-thread-owner-6.1.yaml", "threaded-toggle-under-load.yaml", regexp.MustCompile(`^WARNING in napi_threaded_poll$`), nil},
+	// The same kernel under GRO flips: "BUG: unable to handle page fault in veth_xdp_rcv".
+	{"regress-napi-thread-owner-6.1.yaml", "napi-disable-threaded-gro.yaml", regexp.MustCompile(`^(BUG: |general protection fault|WARNING in |kernel panic)`), nil},
+	// The napi_disable hang of 27f0ad71699d needs napi_disable() to land
+	// between a wakeup and the kthread's next check; under TCG it was not
+	// caught in 8 runs. Kept so test-lab says so until a scenario catches it.
 	{"regress-napi-disable-hang-6.1.yaml", "napi-disable-threaded-gro.yaml", regexp.MustCompile(`^hang in napi_disable$`),
-		map[string]string{"rate": "500", "period": "20ms", "duration": "15s"}},
-	{"regress-napi-thread-owner-6.1.yaml", "napi-disable-threaded-gro.yaml", regexp.MustCompile(`^(WARNING in |hang in |BUG|general protection)`), nil},
+		map[string]string{"rate": "1000", "period": "20ms", "cpus": "4"}},
 }
 
 // TestPositiveControls is make test-lab: each regression kernel must FAIL
@@ -41,7 +48,7 @@ func TestPositiveControls(t *testing.T) {
 		tries = 5
 	}
 	for _, c := range positiveControls {
-		t.Run(c.spec, func(t *testing.T) {
+		t.Run(c.spec+"/"+c.scenario, func(t *testing.T) {
 			s, err := scenarios.Open(filepath.Join("../scenarios", c.scenario), c.params)
 			if err != nil {
 				t.Fatal(err)
