@@ -102,9 +102,10 @@ func createTap(s TapSpec) (*tap, error) {
 	return t, nil
 }
 
-// inNewNetns runs fn on a thread inside a fresh network namespace, then
-// returns the thread to where it was.
-func inNewNetns(fn func(netns.NsHandle) error) error {
+// onThread runs fn on a locked OS thread after enter moved the thread to
+// another network namespace, then moves it back. A thread that cannot go
+// back stays locked, so the runtime retires it with its goroutine.
+func onThread(enter, fn func() error) error {
 	runtime.LockOSThread()
 	orig, err := netns.Get()
 	if err != nil {
@@ -112,40 +113,37 @@ func inNewNetns(fn func(netns.NsHandle) error) error {
 		return err
 	}
 	defer orig.Close()
-	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("failed to create a network namespace (root needed): %w", err)
-	}
-	ns, err := netns.Get()
-	if err == nil {
-		err = fn(ns)
-	}
-	if serr := netns.Set(orig); serr != nil {
-		return fmt.Errorf("failed to leave the lab namespace: %w", serr) // thread stays locked and dies
-	}
-	runtime.UnlockOSThread()
-	return err
-}
-
-// in runs fn inside the runner's namespace.
-func (h *hostNet) in(fn func() error) error {
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer orig.Close()
-	if err := netns.Set(h.ns); err != nil {
+	if err := enter(); err != nil {
 		runtime.UnlockOSThread()
 		return err
 	}
 	ferr := fn()
 	if err := netns.Set(orig); err != nil {
-		return err
+		return fmt.Errorf("failed to leave the lab namespace: %w", err)
 	}
 	runtime.UnlockOSThread()
 	return ferr
+}
+
+// inNewNetns runs fn inside a fresh network namespace.
+func inNewNetns(fn func(netns.NsHandle) error) error {
+	return onThread(func() error {
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			return fmt.Errorf("failed to create a network namespace (root needed): %w", err)
+		}
+		return nil
+	}, func() error {
+		ns, err := netns.Get()
+		if err != nil {
+			return err
+		}
+		return fn(ns)
+	})
+}
+
+// in runs fn inside the runner's namespace.
+func (h *hostNet) in(fn func() error) error {
+	return onThread(func() error { return netns.Set(h.ns) }, fn)
 }
 
 func (t *tap) close() error {
