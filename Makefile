@@ -33,7 +33,8 @@ lab:
 # test-kernel builds the kernels (cached), boots each and runs every shipped
 # scenario on it; the exit code is the worst verdict (0 PASS, 1 FAIL, 2 ERROR).
 test-kernel: deps lab
-	$(LAB) run $(SCENARIOS) $(addprefix --kernel ,$(KERNELS))
+	@$(LAB) run $(SCENARIOS) $(addprefix --kernel ,$(KERNELS)); code=$$?; \
+	echo "lab run exit code $$code (0 PASS, 1 FAIL, 2 ERROR; make itself reports any failure as 2)"; exit $$code
 
 # test runs unit tests and the integration tests that boot the real kernel.
 test: deps
