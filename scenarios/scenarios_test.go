@@ -12,6 +12,8 @@ import (
 
 func TestShippedScenariosParse(t *testing.T) {
 	files, _ := filepath.Glob("*.yaml")
+	ab, _ := filepath.Glob("ab/*.yaml")
+	files = append(files, ab...)
 	if len(files) == 0 {
 		t.Fatal("no shipped scenarios")
 	}

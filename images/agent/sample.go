@@ -34,6 +34,7 @@ func (a *agent) sample(sources []string) *wire.Sample {
 		}
 		s.Values[src] = v
 	}
+	s.Took = uptime() - s.T
 	return s
 }
 

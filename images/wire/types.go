@@ -155,7 +155,8 @@ type SampleArgs struct {
 
 // Sample is one snapshot: every source read at (nearly) the same instant.
 type Sample struct {
-	T      float64           `json:"t"` // guest uptime, seconds
+	T      float64           `json:"t"`              // guest uptime, seconds
+	Took   float64           `json:"took,omitempty"` // seconds from the first read to the last
 	Values map[string]string `json:"values"`
 	Errors map[string]string `json:"errors,omitempty"`
 }
