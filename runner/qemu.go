@@ -25,6 +25,7 @@ type QEMU struct {
 	Initrd   string
 	Append   string
 	Control  string // unix socket path of the agent's virtio-serial port
+	Monitor  string // unix socket path of the human monitor (SysRq when the agent is gone), "" = none
 	NICs     []QEMUNIC
 	// Interactive connects the serial console to this process's terminal
 	// (Ctrl-C goes to the guest) and copies it raw to stdout.
@@ -52,6 +53,9 @@ func (q *QEMU) Args() []string {
 		"-chardev", "socket,id=ctl,path=" + q.Control + ",server=on,wait=off",
 		"-device", "virtserialport,bus=vser0.0,chardev=ctl,name=napilab.ctl",
 		"-device", "virtio-rng-pci",
+	}
+	if q.Monitor != "" {
+		args = append(args, "-monitor", "unix:"+q.Monitor+",server=on,wait=off")
 	}
 	fd := 3
 	for i, n := range q.NICs {

@@ -104,6 +104,7 @@ type run struct {
 	tl      *timeline
 	hello   *wire.Hello
 	ctlPath string
+	monPath string
 }
 
 func (r *run) do(ctx context.Context) error {
@@ -138,7 +139,7 @@ func (r *run) do(ctx context.Context) error {
 	defer r.host.Close()
 
 	q := &QEMU{Binary: r.cfg.QEMU, Accel: accel, CPUs: r.s.Machine.CPUs, MemoryMB: r.s.Machine.MemoryMB,
-		Kernel: r.cfg.Kernel.BzImage, Initrd: r.cfg.Initramfs, Control: filepath.Join(sockDir, "ctl.sock"),
+		Kernel: r.cfg.Kernel.BzImage, Initrd: r.cfg.Initramfs, Control: filepath.Join(sockDir, "ctl.sock"), Monitor: filepath.Join(sockDir, "mon.sock"),
 		Append:      strings.Join(append(append(append([]string{}, baseCmdline...), r.cfg.Cmdline...), r.s.Machine.Cmdline...), " "),
 		Interactive: r.cfg.Shell}
 	if r.cfg.Shell {
@@ -147,7 +148,7 @@ func (r *run) do(ctx context.Context) error {
 	for i, t := range r.host.taps {
 		q.NICs = append(q.NICs, QEMUNIC{MAC: r.s.Topology.NICs[i].MAC, Queues: t.Queues})
 	}
-	r.ctlPath = q.Control
+	r.ctlPath, r.monPath = q.Control, q.Monitor
 	r.res.QEMU = q.Cmdline()
 	os.WriteFile(filepath.Join(r.cfg.OutDir, "qemu.cmdline"), []byte(r.res.QEMU+"\n"), 0o644)
 	logFile, err := os.Create(filepath.Join(r.cfg.OutDir, "console.log"))

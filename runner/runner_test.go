@@ -1,11 +1,16 @@
 package runner
 
 import (
+	"context"
+	"io"
+	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestWindowMin(t *testing.T) {
@@ -106,5 +111,36 @@ func TestBisect(t *testing.T) {
 	}
 	if _, err := Bisect(0, nil, nil); err == nil {
 		t.Error("empty series accepted")
+	}
+}
+
+func TestMonitorSysrq(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "mon.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got := make(chan string, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.Write([]byte("QEMU 7.2.0 monitor - type 'help' for more information\r\n(qemu) "))
+		b, _ := io.ReadAll(c)
+		got <- string(b)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := monitorSysrq(ctx, sock, "w", "l"); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; s != "sendkey alt-sysrq-w\nsendkey alt-sysrq-l\n" {
+		t.Errorf("monitor got %q", s)
+	}
+	if err := monitorSysrq(ctx, filepath.Join(t.TempDir(), "none.sock"), "w"); err == nil {
+		t.Error("no error without a monitor")
 	}
 }

@@ -89,9 +89,28 @@ func (r *run) hangEvidence(h *hangError) {
 	ctx, cancel := context.WithTimeout(context.Background(), evidenceTimeout)
 	defer cancel()
 	from := r.vm.console.count()
-	r.ctl.call(ctx, wire.OpSysrq, wire.Sysrq{Key: "w"}, nil)
+	// SysRq-w (blocked tasks) and -l (backtraces of all CPUs), through the
+	// agent, or through QEMU's keyboard when the agent does not answer.
+	var agentErr error
+	for _, k := range []string{"w", "l"} {
+		if agentErr == nil {
+			sctx, scancel := context.WithTimeout(ctx, 3*time.Second)
+			agentErr = r.ctl.call(sctx, wire.OpSysrq, wire.Sysrq{Key: k}, nil)
+			scancel()
+		}
+	}
+	if agentErr != nil && r.monPath != "" {
+		if err := monitorSysrq(ctx, r.monPath, "w", "l"); err != nil {
+			agentErr = fmt.Errorf("%v; %v", agentErr, err)
+		} else {
+			agentErr = fmt.Errorf("%v (SysRq sent through the QEMU monitor)", agentErr)
+		}
+	}
 	var tasks []wire.TaskStack
 	var b strings.Builder
+	if agentErr != nil {
+		fmt.Fprintf(&b, "agent did not take SysRq: %v\n", agentErr)
+	}
 	if err := r.ctl.call(ctx, wire.OpStacks, nil, &tasks); err != nil {
 		fmt.Fprintf(&b, "agent did not answer for stacks: %v\n", err)
 	}
