@@ -110,9 +110,10 @@ func bisect(cmd *cobra.Command, g *globalOptions, o *bisectOptions, file string)
 		fmt.Fprintf(stderr, "patches 1..%d: kernel %s (%s)\n", k, spec.Name, how)
 		for i := 1; i <= o.runs; i++ {
 			runsUsed++
-			r := runner.Run(ctx, runner.Config{Scenario: s, Kernel: results.Kernel{Spec: spec.Name, Key: a.Key, BzImage: a.BzImage},
-				KernelSpec: o.kernel, Cmdline: spec.Cmdline, Initramfs: img.Path, ImageHash: img.Hash, Accel: o.accel, Params: params,
-				OutDir: filepath.Join(out, fmt.Sprintf("k%d-run%d", k, i))})
+			cfg := guestConfig(o.kernel, spec, a, img)
+			cfg.Scenario, cfg.Accel, cfg.Params = s, o.accel, params
+			cfg.OutDir = filepath.Join(out, fmt.Sprintf("k%d-run%d", k, i))
+			r := runner.Run(ctx, cfg)
 			fmt.Fprintf(stderr, "  run %d: %s %s\n", i, r.Verdict, r.Title())
 			switch {
 			case ctx.Err() != nil:

@@ -75,10 +75,9 @@ func side(cmd *cobra.Command, g *globalOptions, kernel string, file string, comm
 	if len(own) > 0 {
 		label += " " + strings.Join(own, " ")
 	}
-	return runner.Arm{Label: label, Tag: tag, Cfg: runner.Config{
-		Scenario: s, Kernel: results.Kernel{Spec: spec.Name, Key: k.Key, BzImage: k.BzImage}, Cmdline: spec.Cmdline,
-		Initramfs: img.Path, ImageHash: img.Hash, Accel: accel, Params: params,
-	}}, nil
+	cfg := guestConfig(kernel, spec, k, img)
+	cfg.Scenario, cfg.Accel, cfg.Params = s, accel, params
+	return runner.Arm{Label: label, Tag: tag, Cfg: cfg}, nil
 }
 
 func compare(cmd *cobra.Command, g *globalOptions, o *compareOptions, file string) error {

@@ -9,7 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"napilab/images"
 	"napilab/kernels"
+	"napilab/results"
+	"napilab/runner"
 )
 
 func newKernelCmd(g *globalOptions) *cobra.Command {
@@ -85,4 +88,11 @@ func progressWriter(w io.Writer, quiet bool) func(kernels.Progress) {
 		last, phase = time.Now(), p.Phase
 		fmt.Fprintf(w, "  %-8s %5d objects  %6.1fs\n", p.Phase, p.Objects, p.Elapsed.Seconds())
 	}
+}
+
+// guestConfig is the part of a run's configuration that comes from the built
+// kernel (at specPath) and the image; callers add the scenario and the rest.
+func guestConfig(specPath string, spec *kernels.Spec, k *kernels.Artifact, img *images.Image) runner.Config {
+	return runner.Config{Kernel: results.Kernel{Spec: spec.Name, Key: k.Key, BzImage: k.BzImage}, KernelSpec: specPath,
+		Cmdline: spec.Cmdline, Initramfs: img.Path, ImageHash: img.Hash}
 }

@@ -77,9 +77,9 @@ func repro(cmd *cobra.Command, g *globalOptions, o *reproOptions, dir string) er
 		fmt.Fprintf(cmd.ErrOrStderr(), "note: the guest image changed since the run (agent code): %s, was %s\n", img.Hash[:16], rp.ImageHash[:min(16, len(rp.ImageHash))])
 	}
 	out := filepath.Join(o.out, fmt.Sprintf("%s-repro-%s", time.Now().Format("20060102-150405"), filepath.Base(dir)))
-	res := runner.Run(ctx, runner.Config{Scenario: s, Kernel: results.Kernel{Spec: spec.Name, Key: k.Key, BzImage: k.BzImage},
-		KernelSpec: rp.KernelSpec, Cmdline: spec.Cmdline, Initramfs: img.Path, ImageHash: img.Hash, OutDir: out,
-		Accel: rp.Accel, Params: rp.Params, Seed: rp.Seed})
+	cfg := guestConfig(rp.KernelSpec, spec, k, img)
+	cfg.Scenario, cfg.OutDir, cfg.Accel, cfg.Params, cfg.Seed = s, out, rp.Accel, rp.Params, rp.Seed
+	res := runner.Run(ctx, cfg)
 	printVerdict(cmd.OutOrStdout(), res, out)
 	was, now := orig.Title(), res.Title()
 	switch {

@@ -119,11 +119,10 @@ func runScenarios(cmd *cobra.Command, g *globalOptions, o *runOptions, files []s
 					name += fmt.Sprintf("#%d", i)
 				}
 				memory = max(memory, p.s.Machine.MemoryMB)
-				jobs = append(jobs, runner.Job{Name: name, Group: group, Estimate: p.s.Estimate(), Cfg: runner.Config{
-					Scenario: p.s, Kernel: results.Kernel{Spec: spec.Name, Key: kern.Key, BzImage: kern.BzImage},
-					KernelSpec: kpath, Cmdline: spec.Cmdline, Initramfs: img.Path, ImageHash: img.Hash, Accel: o.accel, Params: p.params,
-					OutDir: filepath.Join(o.out, fmt.Sprintf("%s-%s", stamp, strings.NewReplacer("@", "-", "#", "-").Replace(name))),
-				}})
+				cfg := guestConfig(kpath, spec, kern, img)
+				cfg.Scenario, cfg.Accel, cfg.Params = p.s, o.accel, p.params
+				cfg.OutDir = filepath.Join(o.out, fmt.Sprintf("%s-%s", stamp, strings.NewReplacer("@", "-", "#", "-").Replace(name)))
+				jobs = append(jobs, runner.Job{Name: name, Group: group, Estimate: p.s.Estimate(), Cfg: cfg})
 			}
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"napilab/images"
-	"napilab/results"
 	"napilab/runner"
 	"napilab/scenarios"
 )
@@ -57,10 +56,10 @@ timeline is not run). The serial console is your terminal: Ctrl-C goes to the gu
 				return err
 			}
 			dir := filepath.Join(o.out, fmt.Sprintf("%s-shell-%s", time.Now().Format("20060102-150405"), spec.Name))
-			res := runner.Run(ctx, runner.Config{Scenario: s, Kernel: results.Kernel{Spec: spec.Name, Key: k.Key, BzImage: k.BzImage},
-				KernelSpec: o.kernel, Cmdline: spec.Cmdline, Initramfs: img.Path, ImageHash: img.Hash, OutDir: dir,
-				Accel: o.accel, Params: params, Shell: true,
-				Logf: func(f string, a ...any) { fmt.Fprintf(cmd.ErrOrStderr(), "  "+f+"\n", a...) }})
+			cfg := guestConfig(o.kernel, spec, k, img)
+			cfg.Scenario, cfg.OutDir, cfg.Accel, cfg.Params, cfg.Shell = s, dir, o.accel, params, true
+			cfg.Logf = func(f string, a ...any) { fmt.Fprintf(cmd.ErrOrStderr(), "  "+f+"\n", a...) }
+			res := runner.Run(ctx, cfg)
 			fmt.Fprintf(cmd.OutOrStdout(), "\nshell ended: %s; run folder %s\n", res.Verdict, dir)
 			return nil
 		},
