@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"io"
+	"napilab/images/wire"
 	"net"
 	"os"
 	"path/filepath"
@@ -142,5 +143,19 @@ func TestMonitorSysrq(t *testing.T) {
 	}
 	if err := monitorSysrq(ctx, filepath.Join(t.TempDir(), "none.sock"), "w"); err == nil {
 		t.Error("no error without a monitor")
+	}
+}
+
+func TestStuckFunctionPrefersTheAgent(t *testing.T) {
+	tasks := []wire.TaskStack{
+		{PID: 27, Comm: "kworker/1:1", State: "D", Stack: "[<0>] addrconf_dad_work+0x36/0x39c\n[<0>] process_one_work+0x153/0x1e9\n"},
+		{PID: 41, Comm: "napi/eth0-0", State: "S", Stack: "[<0>] napi_threaded_poll+0xc0/0xf2\n"},
+		{PID: 39, Comm: "init", State: "D", Stack: "[<0>] napi_disable+0x30/0x62\n[<0>] virtnet_close+0x51/0x5a\n"},
+	}
+	if got := stuckFunction(tasks); got != "napi_disable" {
+		t.Errorf("stuckFunction = %q, want napi_disable (the agent's thread)", got)
+	}
+	if got := stuckFunction(tasks[:2]); got != "addrconf_dad_work" {
+		t.Errorf("without an agent thread: %q, want the other blocked task", got)
 	}
 }

@@ -116,10 +116,8 @@ func (r *run) hangEvidence(h *hangError) {
 	}
 	for _, t := range tasks {
 		fmt.Fprintf(&b, "pid %d %s state %s wchan %s\n%s\n", t.PID, t.Comm, t.State, t.Wchan, t.Stack)
-		if f := results.StackFrame(t.Stack); f != "" && r.res.Hang.Function == "" && t.State == "D" {
-			r.res.Hang.Function = f
-		}
 	}
+	r.res.Hang.Function = stuckFunction(tasks)
 	// Let the SysRq output reach the console.
 	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
 	r.vm.console.waitFor(wctx, "sysrq: Show Blocked State", from)
@@ -188,4 +186,25 @@ func (r *run) placeSplat(sp *results.Splat) {
 	if best != nil {
 		sp.Step, sp.Offset = best.name, math.Round(at.Sub(best.start).Seconds()*100)/100
 	}
+}
+
+// agentComm is the agent's name in the guest (it is /init); its threads run
+// the scenario's actions.
+const agentComm = "init"
+
+// stuckFunction names where the hung action sleeps: the blocked agent thread
+// runs it, while other blocked tasks (a kworker waiting for RTNL, say) are
+// usually its victims; they count only when no agent thread is blocked.
+func stuckFunction(tasks []wire.TaskStack) string {
+	for _, agentOnly := range []bool{true, false} {
+		for _, t := range tasks {
+			if t.State != "D" || agentOnly && t.Comm != agentComm {
+				continue
+			}
+			if f := results.StackFrame(t.Stack); f != "" {
+				return f
+			}
+		}
+	}
+	return ""
 }
