@@ -1,0 +1,180 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"napilab/images/wire"
+	"napilab/scenarios"
+)
+
+// action performs iteration i of a step's action.
+func (t *timeline) action(ctx context.Context, st *scenarios.Step, i int) error {
+	switch {
+	case st.Write != nil:
+		v := st.Write.Value
+		if len(st.Write.Values) > 0 {
+			v = st.Write.Values[i%len(st.Write.Values)]
+		}
+		return t.ctl.call(ctx, wire.OpWrite, wire.File{Path: st.Write.Path, Netns: st.Write.Netns, Value: v}, nil)
+	case st.Link != nil:
+		up := st.Link.State == "up" || st.Link.State == "toggle" && i%2 == 1
+		return t.ctl.call(ctx, wire.OpLink, wire.Link{Dev: st.Link.Dev, Netns: st.Link.Netns, Up: up}, nil)
+	case st.GRO != nil:
+		on := i%2 == 1
+		if st.GRO.On != nil {
+			on = *st.GRO.On
+		}
+		return t.ctl.call(ctx, wire.OpFeature, wire.Feature{Dev: st.GRO.Dev, Netns: st.GRO.Netns, Feature: "rx-gro", On: on}, nil)
+	case st.Channels != nil:
+		n := st.Channels.Values[i%len(st.Channels.Values)]
+		return t.ctl.call(ctx, wire.OpChannels, wire.Channels{Dev: st.Channels.Dev, Netns: st.Channels.Netns, Combined: n}, nil)
+	case len(st.Start) > 0:
+		for _, n := range st.Start {
+			if err := t.startLoad(ctx, n); err != nil {
+				return err
+			}
+		}
+	case len(st.Stop) > 0:
+		for _, n := range st.Stop {
+			if err := t.stopLoad(ctx, n); err != nil {
+				return err
+			}
+		}
+	case st.Sleep > 0:
+		select {
+		case <-ctx.Done():
+			if ctx.Err() == context.DeadlineExceeded {
+				return nil // a sleep longer than the deadline is not a hang
+			}
+			return ctx.Err()
+		case <-time.After(st.Sleep.D()):
+		}
+	case st.Sysctl != nil:
+		v := cycle(st.Sysctl.Value, st.Sysctl.Values, i)
+		p := "/proc/sys/" + strings.ReplaceAll(st.Sysctl.Name, ".", "/")
+		return t.ctl.call(ctx, wire.OpWrite, wire.File{Path: p, Netns: st.Sysctl.Netns, Value: v}, nil)
+	case st.XDP != nil:
+		on := i%2 == 0
+		if st.XDP.On != nil {
+			on = *st.XDP.On
+		}
+		return t.ctl.call(ctx, wire.OpXDP, wire.XDP{Dev: st.XDP.Dev, Netns: st.XDP.Netns, Attach: on, Mode: st.XDP.Mode}, nil)
+	case st.RPS != nil:
+		r := st.RPS
+		for _, q := range queuesOr0(r.Queues) {
+			dir := path.Join("/sys/class/net", r.Dev, "queues", "rx-"+strconv.Itoa(q))
+			if len(r.CPUs) > 0 {
+				if err := t.ctl.call(ctx, wire.OpWrite, wire.File{Path: dir + "/rps_cpus", Netns: r.Netns, Value: r.CPUs[i%len(r.CPUs)]}, nil); err != nil {
+					return err
+				}
+			}
+			if r.FlowCnt != nil {
+				if err := t.ctl.call(ctx, wire.OpWrite, wire.File{Path: dir + "/rps_flow_cnt", Netns: r.Netns, Value: strconv.Itoa(*r.FlowCnt)}, nil); err != nil {
+					return err
+				}
+			}
+		}
+	case st.XPS != nil:
+		for _, q := range queuesOr0(st.XPS.Queues) {
+			p := path.Join("/sys/class/net", st.XPS.Dev, "queues", "tx-"+strconv.Itoa(q), "xps_cpus")
+			if err := t.ctl.call(ctx, wire.OpWrite, wire.File{Path: p, Netns: st.XPS.Netns, Value: st.XPS.CPUs[i%len(st.XPS.CPUs)]}, nil); err != nil {
+				return err
+			}
+		}
+	case st.IRQ != nil:
+		return t.ctl.call(ctx, wire.OpIRQ, wire.IRQAffinity{Match: st.IRQ.Match, CPUs: st.IRQ.CPUs}, nil)
+	case st.Exec != nil:
+		var res wire.ExecResult
+		if err := t.ctl.call(ctx, wire.OpExec, wire.Exec{Netns: st.Exec.Netns, Argv: st.Exec.Argv}, &res); err != nil {
+			return err
+		}
+		if res.ExitCode != 0 {
+			return fmt.Errorf("%s exited %d: %s", st.Exec.Argv[0], res.ExitCode, lastLines(res.Output, 5))
+		}
+	case st.Wait != nil:
+		return t.wait(ctx, st.Wait)
+	}
+	return nil
+}
+
+func cycle(one string, many []string, i int) string {
+	if len(many) > 0 {
+		return many[i%len(many)]
+	}
+	return one
+}
+
+func queuesOr0(q []int) []int {
+	if len(q) == 0 {
+		return []int{0}
+	}
+	return q
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// wait polls until the condition holds; running out of Timeout is an error.
+func (t *timeline) wait(ctx context.Context, w *scenarios.Wait) error {
+	timeout := w.Timeout.D()
+	if timeout == 0 {
+		timeout = t.s.Defaults.Deadline.D()
+	}
+	until := time.Now().Add(timeout)
+	var last string
+	for {
+		ok, seen, err := t.holds(ctx, w)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		last = seen
+		if time.Now().After(until) {
+			return fmt.Errorf("condition not met within %v (last seen: %s)", timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// holds checks a wait condition once.
+func (t *timeline) holds(ctx context.Context, w *scenarios.Wait) (bool, string, error) {
+	if w.Path != "" {
+		var v string
+		if err := t.ctl.call(ctx, wire.OpRead, wire.File{Path: w.Path, Netns: w.Netns}, &v); err != nil {
+			return false, "", err
+		}
+		v = strings.TrimSpace(v)
+		return v == w.Equals, fmt.Sprintf("%s = %q", w.Path, v), nil
+	}
+	var s wire.Sample
+	src := wire.PrefixThreads + w.Threads
+	if err := t.ctl.call(ctx, wire.OpSample, wire.SampleArgs{Sources: []string{src}}, &s); err != nil {
+		return false, "", err
+	}
+	n := countLines(s.Values[src])
+	if w.Absent {
+		return n == 0, fmt.Sprintf("%d %s* threads", n, w.Threads), nil
+	}
+	return n >= max(w.Min, 1), fmt.Sprintf("%d %s* threads", n, w.Threads), nil
+}
+
+func countLines(s string) int {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0
+	}
+	return strings.Count(s, "\n") + 1
+}

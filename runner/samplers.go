@@ -1,0 +1,99 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"napilab/images/wire"
+)
+
+// metricsGroup names the snapshots taken before and after the timeline:
+// every source the assertions' metrics need, read together.
+const metricsGroup = "metrics"
+
+func (t *timeline) metricSources() []string {
+	srcs := []string{wire.SourceSoftirqs, wire.SourceSoftnet, wire.SourceInterrupts, wire.SourceSNMP,
+		wire.PrefixTasks + "ksoftirqd/", wire.PrefixTasks + "napi/"}
+	for _, m := range t.s.Metrics() {
+		if !slices.Contains(srcs, m.Source) {
+			srcs = append(srcs, m.Source)
+		}
+	}
+	return srcs
+}
+
+// samplerGroup is a set of sources read together every period.
+type samplerGroup struct {
+	name    string
+	sources []string
+	every   time.Duration
+}
+
+// samplerGroups returns the scenario's samplers plus those its assertions need.
+func (t *timeline) samplerGroups() []samplerGroup {
+	var gs []samplerGroup
+	for _, sm := range t.s.Samplers {
+		gs = append(gs, samplerGroup{name: sm.Source, sources: []string{sm.Source}, every: sm.Every.D()})
+	}
+	for i, a := range t.s.Asserts {
+		if a.Threads != nil {
+			f := fileSource(a.Threads.Netns, a.Threads.Path)
+			// The file is read before and after the thread list; a snapshot
+			// counts only when both reads agree.
+			gs = append(gs, samplerGroup{name: fmt.Sprintf("assert%d", i),
+				sources: []string{f, wire.PrefixThreads + a.Threads.Prefix, f + "#2"}, every: a.Threads.Every.D()})
+		}
+	}
+	return gs
+}
+
+func fileSource(netns, path string) string {
+	if netns != "" {
+		return wire.PrefixNsFile + netns + ":" + path
+	}
+	return wire.PrefixFile + path
+}
+
+func (t *timeline) sampleLoop(ctx context.Context, g samplerGroup) {
+	tick := time.NewTicker(g.every)
+	defer tick.Stop()
+	for {
+		t.snapshot(ctx, g.name, g.sources)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (t *timeline) snapshot(ctx context.Context, group string, sources []string) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var s wire.Sample
+	if err := t.ctl.call(cctx, wire.OpSample, wire.SampleArgs{Sources: sources}, &s); err != nil {
+		return
+	}
+	t.mu.Lock()
+	t.samples = append(t.samples, sampleRec{Group: group, Host: time.Since(t.start).Seconds(), Data: s})
+	t.mu.Unlock()
+}
+
+// writeSamples stores every snapshot as JSON lines.
+func (t *timeline) writeSamples(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	t.mu.Lock()
+	for i := range t.samples {
+		enc.Encode(&t.samples[i])
+	}
+	t.mu.Unlock()
+	return f.Close()
+}
