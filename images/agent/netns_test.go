@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"runtime"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -15,20 +14,9 @@ import (
 func testAgent(t *testing.T) *agent {
 	t.Helper()
 	var h netns.NsHandle
-	err := locked(func() error {
-		orig, err := netns.Get()
-		if err != nil {
-			return err
-		}
-		defer orig.Close()
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			return err
-		}
+	err := onThread(func() error { return unix.Unshare(unix.CLONE_NEWNET) }, func() error {
+		var err error
 		h, err = netns.Get()
-		if serr := netns.Set(orig); serr != nil {
-			runtime.LockOSThread() // let the thread die
-			t.Fatalf("restore netns: %v", serr)
-		}
 		return err
 	})
 	if errors.Is(err, unix.EPERM) {

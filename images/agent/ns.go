@@ -39,33 +39,27 @@ func (n *namespaces) create(name string) error {
 		return nil
 	}
 	var h netns.NsHandle
-	err := locked(func() error {
-		orig, err := netns.Get()
-		if err != nil {
-			return err
-		}
-		defer orig.Close()
+	err := onThread(func() error {
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 			return fmt.Errorf("unshare netns %s: %w", name, err)
 		}
-		h, err = netns.Get()
-		if err == nil {
-			dir := sysRoot(name)
-			if err = os.MkdirAll(dir, 0o755); err == nil {
-				err = unix.Mount("sysfs", dir, "sysfs", 0, "")
-			}
-			if err == nil {
-				if lo, lerr := netlink.LinkByName("lo"); lerr == nil {
-					err = netlink.LinkSetUp(lo)
-				}
-			}
+		return nil
+	}, func() error {
+		var err error
+		if h, err = netns.Get(); err != nil {
+			return err
 		}
-		if serr := netns.Set(orig); serr != nil {
-			// This thread is stuck in the wrong namespace: let it die.
-			runtime.LockOSThread()
-			return fmt.Errorf("restore netns: %w", serr)
+		dir := sysRoot(name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
 		}
-		return err
+		if err := unix.Mount("sysfs", dir, "sysfs", 0, ""); err != nil {
+			return err
+		}
+		if lo, lerr := netlink.LinkByName("lo"); lerr == nil {
+			return netlink.LinkSetUp(lo)
+		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -84,11 +78,27 @@ func (n *namespaces) get(name string) (netns.NsHandle, error) {
 	return h, nil
 }
 
-// locked runs fn on a locked OS thread.
-func locked(fn func() error) error {
+// onThread runs fn on a locked OS thread after enter moved the thread to
+// another network namespace, then moves it back. A thread that cannot go
+// back stays locked, so the runtime retires it with its goroutine.
+func onThread(enter, fn func() error) error {
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	return fn()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer orig.Close()
+	if err := enter(); err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	ferr := fn()
+	if err := netns.Set(orig); err != nil {
+		return fmt.Errorf("leave netns: %w", err)
+	}
+	runtime.UnlockOSThread()
+	return ferr
 }
 
 // in runs fn on a thread inside netns name ("" = root namespace).
@@ -100,23 +110,12 @@ func (n *namespaces) in(name string, fn func() error) error {
 	if err != nil {
 		return err
 	}
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer orig.Close()
-	if err := netns.Set(h); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("enter netns %s: %w", name, err)
-	}
-	ferr := fn()
-	if err := netns.Set(orig); err != nil {
-		return fmt.Errorf("leave netns %s: %w", name, err) // thread stays locked and dies
-	}
-	runtime.UnlockOSThread()
-	return ferr
+	return onThread(func() error {
+		if err := netns.Set(h); err != nil {
+			return fmt.Errorf("enter netns %s: %w", name, err)
+		}
+		return nil
+	}, fn)
 }
 
 // handle returns a netlink handle bound to netns name.
