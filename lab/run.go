@@ -222,10 +222,12 @@ func paramSuffix(p map[string]string) string {
 func printVerdict(w io.Writer, r *results.Result, dir string) {
 	fmt.Fprintf(w, "%s  %s on %s (%s)  boot %.1fs, timeline %.1fs, total %.1fs\n",
 		r.Verdict, r.Scenario, r.Kernel.Spec, r.Kernel.Release, r.Timings.Boot, r.Timings.Timeline, r.Timings.Total)
+	shown := map[string]bool{} // failed assertions are printed above their reason
 	for _, a := range r.Asserts {
 		mark := "ok  "
 		if !a.Passed {
 			mark = "FAIL"
+			shown[a.Reason()] = true
 		}
 		fmt.Fprintf(w, "  %s %-45s %s (want %s)\n", mark, a.Name, a.Measured, a.Bound)
 	}
@@ -237,7 +239,7 @@ func printVerdict(w io.Writer, r *results.Result, dir string) {
 		fmt.Fprintln(w)
 	}
 	for _, reason := range r.Reasons {
-		if !strings.Contains(reason, "measured") {
+		if !shown[reason] {
 			fmt.Fprintf(w, "  %s\n", reason)
 		}
 	}

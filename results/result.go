@@ -88,6 +88,11 @@ type Assert struct {
 	Detail   string `json:"detail,omitempty"`
 }
 
+// Reason is how a failed assertion reads among a result's Reasons.
+func (a Assert) Reason() string {
+	return fmt.Sprintf("%s: measured %s, want %s", a.Name, a.Measured, a.Bound)
+}
+
 // Step is one timeline step as it ran.
 type Step struct {
 	Name       string  `json:"name"`

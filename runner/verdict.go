@@ -62,7 +62,7 @@ func (r *run) finish(err error) {
 	}
 	for _, a := range res.Asserts {
 		if !a.Passed {
-			res.Reasons = append(res.Reasons, fmt.Sprintf("%s: measured %s, want %s", a.Name, a.Measured, a.Bound))
+			res.Reasons = append(res.Reasons, a.Reason())
 		}
 	}
 	res.Verdict = results.Pass
