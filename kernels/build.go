@@ -65,6 +65,11 @@ type BuildInfo struct {
 	Reuses string `json:"reuses,omitempty"`
 	// PatchResults says how each patch applied, one line per patch (offsets, fuzz).
 	PatchResults []string `json:"patch_results,omitempty"`
+	// Selftests names the kselftest collections whose config was merged.
+	Selftests []string `json:"selftests,omitempty"`
+	// Unmet lists the collections' config settings the kernel does not have
+	// (dependencies not met, module-only symbols): tests needing them skip or fail.
+	Unmet []string `json:"unmet,omitempty"`
 }
 
 // builder holds the state of one Build call.
@@ -81,6 +86,8 @@ type builder struct {
 	marker *patchedMarker
 	// notes record anything unusual, for BuildInfo.Note.
 	notes []string
+	// unmet lists advisory config settings lost to olddefconfig.
+	unmet []string
 }
 
 // newBuilder fills in the option defaults and resolves the spec's inputs.

@@ -13,6 +13,9 @@ type Fragment struct {
 	Name string
 	// Settings are the fragment's assignments in file order.
 	Settings []Setting
+	// Advisory fragments (a kselftest collection's config) may lose settings
+	// to olddefconfig: VerifyConfig reports those instead of failing.
+	Advisory bool
 }
 
 // Setting is one symbol assignment requested by a fragment.

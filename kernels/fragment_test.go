@@ -84,12 +84,12 @@ func TestVerifyConfig(t *testing.T) {
 		mustFragment(t, "configs/net.config", "CONFIG_NET=y\nCONFIG_BPF_JIT=y\nCONFIG_NR=4\n"),
 	}
 	final := "CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_NET=y\nCONFIG_NR=4\nCONFIG_BPF_JIT=y\n"
-	if err := VerifyConfig([]byte(final), frags); err != nil {
+	if _, err := VerifyConfig([]byte(final), frags); err != nil {
 		t.Errorf("VerifyConfig = %v, want nil", err)
 	}
 
 	bad := "CONFIG_A=m\nCONFIG_B=y\nCONFIG_NET=y\nCONFIG_NR=8\n# CONFIG_BPF_JIT is not set\n"
-	err := VerifyConfig([]byte(bad), frags)
+	_, err := VerifyConfig([]byte(bad), frags)
 	var cm *ConfigMismatchError
 	if !errors.As(err, &cm) {
 		t.Fatalf("VerifyConfig = %v, want *ConfigMismatchError", err)
@@ -113,7 +113,7 @@ func TestVerifyConfig(t *testing.T) {
 		}
 	}
 
-	absent := VerifyConfig([]byte("CONFIG_A=y\n"), frags[1:])
+	_, absent := VerifyConfig([]byte("CONFIG_A=y\n"), frags[1:])
 	if !strings.Contains(fmt.Sprint(absent), "CONFIG_NET: want y, got absent (fragment configs/net.config:1)") {
 		t.Errorf("VerifyConfig = %v, want CONFIG_NET reported absent", absent)
 	}

@@ -82,6 +82,12 @@ func (in *inputs) hash() string {
 	for _, data := range in.fragData {
 		field(h, "fragment", data)
 	}
+	for _, c := range in.spec.Config.Selftests {
+		field(h, "selftests", []byte(c))
+	}
+	if len(in.spec.Config.Selftests) > 0 {
+		field(h, "kselftest-config", kselftestConfig)
+	}
 	for _, s := range in.series {
 		field(h, "patch", []byte(s.Hash()))
 	}

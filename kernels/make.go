@@ -55,7 +55,13 @@ func (m *maker) configure(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to read .config: %w", err)
 	}
-	if err := os.WriteFile(dotconfig, MergeConfig(data, m.b.in.fragments), 0o644); err != nil {
+	frags := m.b.in.fragments
+	extra, err := selftestFragments(m.src, m.b.spec.Config.Selftests)
+	if err != nil {
+		return nil, err
+	}
+	frags = append(frags[:len(frags):len(frags)], extra...)
+	if err := os.WriteFile(dotconfig, MergeConfig(data, frags), 0o644); err != nil {
 		return nil, fmt.Errorf("failed to write .config: %w", err)
 	}
 	if err := m.make(ctx, "olddefconfig", 0, nil); err != nil {
@@ -65,7 +71,11 @@ func (m *maker) configure(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to read .config: %w", err)
 	}
-	if err := VerifyConfig(final, m.b.in.fragments); err != nil {
+	unmet, err := VerifyConfig(final, frags)
+	for _, u := range unmet {
+		m.b.unmet = append(m.b.unmet, u.String())
+	}
+	if err != nil {
 		var cm *ConfigMismatchError
 		if errors.As(err, &cm) {
 			cm.Config = dotconfig
@@ -109,6 +119,8 @@ func (b *builder) publish(dir, key, work string, final []byte, objects int) (*Ar
 		notes = append(notes, "ccache not found on PATH; built with CC=gcc")
 	}
 	info.Note = strings.Join(notes, "; ")
+	info.Unmet = b.unmet
+	info.Selftests = b.spec.Config.Selftests
 	if b.plan != nil {
 		info.Reuses = b.plan.Base
 	}

@@ -49,6 +49,12 @@ type Config struct {
 	Base string
 	// Fragments are fragment paths, resolved against the spec's dir, merged in order (later wins).
 	Fragments []string
+	// Selftests names kselftest collections (e.g. "net") whose own config
+	// fragment, tools/testing/selftests/<c>/config in the source, is merged
+	// after Fragments, then the lab's configs/kselftest.config. The
+	// collections' settings are advisory: those olddefconfig drops are
+	// recorded in BuildInfo.Unmet rather than failing the build.
+	Selftests []string
 }
 
 // defaultConfigBase is the make target used when a spec names none.
@@ -112,11 +118,18 @@ func loadSpec(path string, chain []string) (*Spec, error) {
 		spec.Config.Base = f.Config.Base
 	}
 	spec.Cmdline = append(spec.Cmdline, f.Cmdline...)
+	spec.Config.Selftests = append(spec.Config.Selftests, f.Config.Selftests...)
 
 	var errs *multierror.Error
 	if !nameRe.MatchString(f.Name) {
 		errs = multierror.Append(errs, &SpecError{Path: path, Line: f.NameLine,
 			Msg: fmt.Sprintf("bad name %q, want [A-Za-z0-9][A-Za-z0-9._-]*", f.Name)})
+	}
+	for _, c := range f.Config.Selftests {
+		if !ValidCollection(c) {
+			errs = multierror.Append(errs, &SpecError{Path: path,
+				Msg: fmt.Sprintf("config.selftests: bad collection %q, want a folder of tools/testing/selftests such as net or drivers/net", c)})
+		}
 	}
 	for _, frag := range f.Config.Fragments {
 		p, err := existingFile(path, dir, "fragment", frag)

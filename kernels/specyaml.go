@@ -24,6 +24,7 @@ type specFile struct {
 	Config struct {
 		Base      string    `yaml:"base"`
 		Fragments []located `yaml:"fragments"`
+		Selftests []string  `yaml:"selftests"`
 	} `yaml:"config"`
 	Patches []located `yaml:"patches"`
 	Cmdline []string  `yaml:"cmdline"`

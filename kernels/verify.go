@@ -49,11 +49,14 @@ func (e *ConfigMismatchError) Error() string {
 }
 
 // VerifyConfig checks that every setting requested by the fragments (the
-// last request per symbol wins) holds in the final .config.
-func VerifyConfig(final []byte, fragments []Fragment) error {
+// last request per symbol wins) holds in the final .config. A request for
+// "m" is met by "y" in a kernel without modules. Settings lost from advisory
+// fragments are returned, not treated as errors.
+func VerifyConfig(final []byte, fragments []Fragment) ([]ConfigMismatch, error) {
 	type request struct {
 		setting  Setting
 		fragment string
+		advisory bool
 	}
 	requests := make(map[string]request)
 	var order []string
@@ -62,24 +65,30 @@ func VerifyConfig(final []byte, fragments []Fragment) error {
 			if _, seen := requests[s.Symbol]; !seen {
 				order = append(order, s.Symbol)
 			}
-			requests[s.Symbol] = request{s, frag.Name}
+			requests[s.Symbol] = request{s, frag.Name, frag.Advisory}
 		}
 	}
 	got := parseDotconfig(final)
-	var mismatches []ConfigMismatch
+	modules := got["CONFIG_MODULES"] == "y"
+	var mismatches, unmet []ConfigMismatch
 	for _, sym := range order {
 		req := requests[sym]
 		val, present := got[sym]
-		if val == req.setting.Value || (!present && req.setting.Value == notSet) {
+		want := req.setting.Value
+		if val == want || (!present && want == notSet) || (want == "m" && val == "y" && !modules) {
 			continue
 		}
-		mismatches = append(mismatches, ConfigMismatch{Symbol: sym, Want: req.setting.Value,
-			Got: val, Fragment: req.fragment, Line: req.setting.Line})
+		m := ConfigMismatch{Symbol: sym, Want: want, Got: val, Fragment: req.fragment, Line: req.setting.Line}
+		if req.advisory {
+			unmet = append(unmet, m)
+		} else {
+			mismatches = append(mismatches, m)
+		}
 	}
 	if len(mismatches) > 0 {
-		return &ConfigMismatchError{Mismatches: mismatches}
+		return unmet, &ConfigMismatchError{Mismatches: mismatches}
 	}
-	return nil
+	return unmet, nil
 }
 
 // describeValue renders a config value for humans.

@@ -22,8 +22,9 @@ func newKernelCmd(g *globalOptions) *cobra.Command {
 }
 
 type kernelBuildOptions struct {
-	jobs  int
-	quiet bool
+	jobs      int
+	quiet     bool
+	selftests []string
 }
 
 func newKernelBuildCmd(g *globalOptions) *cobra.Command {
@@ -34,7 +35,7 @@ func newKernelBuildCmd(g *globalOptions) *cobra.Command {
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, spec := range args {
-				a, _, err := buildKernel(cmd.Context(), g, spec, o.jobs, progressWriter(cmd.ErrOrStderr(), o.quiet))
+				a, _, err := buildKernelFor(cmd.Context(), g, spec, o.selftests, o.jobs, progressWriter(cmd.ErrOrStderr(), o.quiet))
 				if err != nil {
 					return err
 				}
@@ -45,6 +46,7 @@ func newKernelBuildCmd(g *globalOptions) *cobra.Command {
 	}
 	cmd.Flags().IntVarP(&o.jobs, "jobs", "j", 0, "make -j (default: number of CPUs)")
 	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "no progress output")
+	cmd.Flags().StringSliceVar(&o.selftests, "kselftest", nil, "also merge these kselftest collections' config fragments (e.g. net)")
 	return cmd
 }
 
@@ -57,9 +59,23 @@ func (g *globalOptions) cache() string {
 
 // buildKernel loads a spec and builds it, reporting progress to stderr.
 func buildKernel(ctx context.Context, g *globalOptions, path string, jobs int, progress func(kernels.Progress)) (*kernels.Artifact, *kernels.Spec, error) {
+	return buildKernelFor(ctx, g, path, nil, jobs, progress)
+}
+
+// buildKernelFor builds the spec at path with the config fragments of the
+// kselftest collections merged (none: the spec as it is).
+func buildKernelFor(ctx context.Context, g *globalOptions, path string, collections []string, jobs int, progress func(kernels.Progress)) (*kernels.Artifact, *kernels.Spec, error) {
 	spec, err := kernels.LoadSpec(path)
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, c := range collections {
+		if !kernels.ValidCollection(c) {
+			return nil, nil, fmt.Errorf("bad kselftest collection %q, want a folder of tools/testing/selftests such as net", c)
+		}
+	}
+	if len(collections) > 0 {
+		spec = spec.WithSelftests(collections)
 	}
 	start := time.Now()
 	a, err := kernels.Build(ctx, spec, kernels.Options{CacheDir: g.cache(), Jobs: jobs, Progress: progress})
@@ -71,6 +87,9 @@ func buildKernel(ctx context.Context, g *globalOptions, path string, jobs int, p
 		state = "cached"
 	}
 	fmt.Fprintf(os.Stderr, "kernel %s: %s in %.2fs (%s)\n", spec.Name, state, time.Since(start).Seconds(), a.Dir)
+	if n := len(a.Info.Unmet); n > 0 {
+		fmt.Fprintf(os.Stderr, "kernel %s: %d kselftest config settings not met (see %s/build.json)\n", spec.Name, n, a.Dir)
+	}
 	return a, spec, nil
 }
 

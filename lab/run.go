@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"napilab/images"
 	"napilab/results"
 	"napilab/runner"
 	"napilab/scenarios"
@@ -70,7 +69,6 @@ func parseParams(kv []string) (map[string]string, error) {
 }
 
 func runScenarios(cmd *cobra.Command, g *globalOptions, o *runOptions, files []string) error {
-	ctx := cmd.Context()
 	k, n, err := parseShard(o.shard)
 	if err != nil {
 		return err
@@ -84,10 +82,6 @@ func runScenarios(cmd *cobra.Command, g *globalOptions, o *runOptions, files []s
 		return err
 	}
 	// Validate every scenario and parameter set before building or booting anything.
-	type planned struct {
-		s      *scenarios.Scenario
-		params map[string]string
-	}
 	var plan []planned
 	for _, f := range files {
 		for _, p := range sets {
@@ -98,28 +92,37 @@ func runScenarios(cmd *cobra.Command, g *globalOptions, o *runOptions, files []s
 			plan = append(plan, planned{s, p})
 		}
 	}
+	return runPlan(cmd, g, o, plan, k, n)
+}
+
+// planned is one scenario with one parameter set.
+type planned struct {
+	s      *scenarios.Scenario
+	params map[string]string
+}
+
+// runPlan runs every planned scenario on every kernel of o, shard k of n.
+func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned, k, n int) error {
+	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
-	img, err := images.Build(ctx, images.Options{CacheDir: g.cache()})
-	if err != nil {
-		return err
-	}
+	gs := newGuests(g, o.makeJobs, stderr)
 	var jobs []runner.Job
 	memory := 0
 	stamp := time.Now().Format("20060102-150405")
 	for _, kpath := range o.kernels {
-		kern, spec, err := buildKernel(ctx, g, kpath, o.makeJobs, progressWriter(stderr, false))
-		if err != nil {
-			return err
-		}
 		for _, p := range plan {
-			group := fmt.Sprintf("%s@%s%s", p.s.Name, spec.Name, paramSuffix(p.params))
+			base, err := gs.config(ctx, kpath, p.s)
+			if err != nil {
+				return err
+			}
+			group := fmt.Sprintf("%s@%s%s", p.s.Name, base.Kernel.Spec, paramSuffix(p.params))
 			for i := 1; i <= o.repeat; i++ {
 				name := group
 				if o.repeat > 1 {
 					name += fmt.Sprintf("#%d", i)
 				}
-				memory = max(memory, p.s.Machine.MemoryMB)
-				cfg := guestConfig(kpath, spec, kern, img)
+				memory = max(memory, p.s.Machine.MemoryMB, base.MinMemoryMB)
+				cfg := base
 				cfg.Scenario, cfg.Accel, cfg.Params = p.s, o.accel, p.params
 				cfg.OutDir = filepath.Join(o.out, fmt.Sprintf("%s-%s", stamp, strings.NewReplacer("@", "-", "#", "-").Replace(name)))
 				jobs = append(jobs, runner.Job{Name: name, Group: group, Estimate: p.s.Estimate(), Cfg: cfg})

@@ -204,10 +204,12 @@ details{margin:6px 0}summary{cursor:pointer;font-weight:600}
 `
 
 var repFuncs = template.FuncMap{
-	"num":  cmpFmt,
-	"secs": func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) + "s" },
-	"join": strings.Join,
-	"inc":  func(i int) int { return i + 1 },
+	"num":      cmpFmt,
+	"secs":     func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) + "s" },
+	"ksummary": KselftestSummary,
+	"ksubs":    subtestSummary,
+	"join":     strings.Join,
+	"inc":      func(i int) int { return i + 1 },
 	"short": func(s string) string {
 		if len(s) > 16 {
 			return s[:16]
@@ -245,6 +247,17 @@ var runPage = template.Must(template.New("run").Funcs(repFuncs).Parse(`<!DOCTYPE
 {{- end}}
 </table>
 {{- else}}<p class="small">no assertion was evaluated</p>{{end}}
+
+{{- if $r.Kselftests}}
+<h2>Kselftests <span class="small">{{ksummary $r.Kselftests}}</span></h2>
+<table><tr><th>test</th><th>result</th><th>reason</th><th>subtests</th><th>time</th></tr>
+{{- range $r.Kselftests}}
+<tr{{if .Failed}} class="fail"{{end}}><td>{{.Name}}</td><td>{{if .Failed}}<span class="bad">{{.Status}}</span>{{else if eq .Status "pass"}}<span class="ok">pass</span>{{else}}{{.Status}}{{end}}</td>
+<td>{{.Reason}}</td><td>{{with .Subtests}}{{ksubs .}}{{end}}</td><td class="num">{{secs .Seconds}}</td></tr>
+{{- if .Output}}<tr><td colspan="5"><details{{if .Failed}} open="open"{{end}}><summary class="small">output</summary><pre>{{.Output}}</pre></details></td></tr>{{end}}
+{{- end}}
+</table>
+{{- end}}
 
 {{- with $r.Hang}}
 <h2>Hang</h2>

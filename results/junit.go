@@ -17,6 +17,7 @@ type junitSuite struct {
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
 	Errors   int         `xml:"errors,attr"`
+	Skipped  int         `xml:"skipped,attr"`
 	Time     float64     `xml:"time,attr"`
 	Cases    []junitCase `xml:"testcase"`
 }
@@ -26,6 +27,8 @@ type junitCase struct {
 	Classname string        `xml:"classname,attr"`
 	Failure   *junitMessage `xml:"failure,omitempty"`
 	Error     *junitMessage `xml:"error,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
+	Time      float64       `xml:"time,attr,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
 }
 
@@ -72,8 +75,22 @@ func (r *Result) junitSuite() junitSuite {
 		}
 		s.Cases = append(s.Cases, c)
 	}
+	for _, k := range r.Kselftests {
+		coll, test, _ := strings.Cut(k.Name, ":")
+		c := junitCase{Name: test, Classname: "kselftest." + coll, Time: k.Seconds, SystemOut: k.Output}
+		switch {
+		case k.Status == KSkip:
+			c.Skipped = &junitMessage{Message: k.Reason}
+		case k.Failed():
+			c.Failure = &junitMessage{Message: k.ReasonLine(), Body: k.Output}
+		}
+		s.Cases = append(s.Cases, c)
+	}
 	for _, c := range s.Cases {
 		s.Tests++
+		if c.Skipped != nil {
+			s.Skipped++
+		}
 		if c.Failure != nil {
 			s.Failures++
 		}

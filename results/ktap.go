@@ -60,10 +60,12 @@ func (r *Result) WriteKTAP(w io.Writer) error {
 		}
 		ktapDiag(bw, d+")")
 	}
-	pass, fail, errs := 0, 0, 0
+	pass, fail, errs, skip := 0, 0, 0, 0
 	for i, c := range cases {
 		line := fmt.Sprintf("ok %d %s", i+1, ktapName(c.name))
-		if c.status != "PASS" {
+		if c.status == "SKIP" {
+			line += " # SKIP " + ktapOneLine(c.reason)
+		} else if c.status != "PASS" {
 			line = "not " + line
 			if c.reason != "" {
 				line += " # " + ktapOneLine(c.reason)
@@ -78,11 +80,13 @@ func (r *Result) WriteKTAP(w io.Writer) error {
 			pass++
 		case "ERROR":
 			errs++
+		case "SKIP":
+			skip++
 		default:
 			fail++
 		}
 	}
-	fmt.Fprintf(bw, "# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:0 error:%d\n", pass, fail, errs)
+	fmt.Fprintf(bw, "# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:%d error:%d\n", pass, fail, skip, errs)
 	return bw.Flush()
 }
 
@@ -126,7 +130,33 @@ func (r *Result) repCases() []repCase {
 		}
 		cases = append(cases, c)
 	}
+	for _, k := range r.Kselftests {
+		c := repCase{name: "kselftest " + k.Name, status: "PASS", reason: k.Reason,
+			misc: kcidbMisc("step", k.Step, "seconds", k.Seconds, "status", k.Status)}
+		switch {
+		case k.Status == KSkip:
+			c.status = "SKIP"
+		case k.Status == KError:
+			c.status, c.reason, c.excerpt = "ERROR", k.ReasonLine(), tail(k.Output, 16<<10)
+		case k.Failed():
+			c.status, c.reason, c.excerpt = "FAIL", k.ReasonLine(), tail(k.Output, 16<<10)
+			for _, sub := range k.Subtests {
+				if sub.Status == KFail || sub.Status == KTimeout {
+					c.diag = append(c.diag, "not ok "+sub.Name)
+				}
+			}
+		}
+		cases = append(cases, c)
+	}
 	return cases
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
 }
 
 // ktapDiag writes one diagnostic line per line of s.

@@ -57,6 +57,8 @@ type Result struct {
 	Figures map[string]float64 `json:"figures,omitempty"`
 	Splats  []Splat            `json:"splats,omitempty"`
 	Hang    *Hang              `json:"hang,omitempty"`
+	// Kselftests are the upstream selftests the run's kselftest steps ran.
+	Kselftests []Kselftest `json:"kselftests,omitempty"`
 	// Devices are the guest's network devices after setup and at the end.
 	Devices     map[string][]Device `json:"devices,omitempty"`
 	ConsoleTail string              `json:"console_tail,omitempty"`

@@ -98,6 +98,12 @@ func (t *timeline) action(ctx context.Context, st *scenarios.Step, i int) error 
 		}
 	case st.Wait != nil:
 		return t.wait(ctx, st.Wait)
+	case len(st.Kselftest) > 0:
+		for _, name := range st.Kselftest {
+			if err := t.kselftest(ctx, st, name); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -36,6 +36,14 @@ type Config struct {
 	Accel      string            // kvm, tcg or "" (auto)
 	QEMU       string            // the QEMU binary, default qemu-system-x86_64
 	Seed       int64             // overrides the scenario seed (lab repro), 0 = keep
+	// MinMemoryMB raises the guest's RAM for an image that needs it (the
+	// Debian initramfs lives in guest memory).
+	MinMemoryMB int
+	// KselftestTimeouts is each kselftest collection's per-test timeout (its
+	// settings file); kselftest steps without a deadline get it plus slack.
+	KselftestTimeouts map[string]time.Duration
+	// KselftestList names the kselftests the image holds ("net:veth.sh").
+	KselftestList []string
 	// Shell hands the serial console to the user's terminal (the agent runs
 	// the image's shell on it) instead of running the timeline; the run
 	// ends when the guest powers off.
@@ -138,7 +146,7 @@ func (r *run) do(ctx context.Context) error {
 	}
 	defer r.host.Close()
 
-	q := &QEMU{Binary: r.cfg.QEMU, Accel: accel, CPUs: r.s.Machine.CPUs, MemoryMB: r.s.Machine.MemoryMB,
+	q := &QEMU{Binary: r.cfg.QEMU, Accel: accel, CPUs: r.s.Machine.CPUs, MemoryMB: max(r.s.Machine.MemoryMB, r.cfg.MinMemoryMB),
 		Kernel: r.cfg.Kernel.BzImage, Initrd: r.cfg.Initramfs, Control: filepath.Join(sockDir, "ctl.sock"), Monitor: filepath.Join(sockDir, "mon.sock"),
 		Append:      strings.Join(append(append(append([]string{}, baseCmdline...), r.cfg.Cmdline...), r.s.Machine.Cmdline...), " "),
 		Interactive: r.cfg.Shell}
@@ -197,6 +205,7 @@ func (r *run) do(ctx context.Context) error {
 	r.res.Seed = seed
 	r.writeReplay()
 	r.tl = newTimeline(r.s, seed, r.ctl, r.host, r.cfg.Logf)
+	r.tl.ksTimeouts = r.cfg.KselftestTimeouts
 	err = r.tl.run(ctx)
 	r.res.Timings.Timeline = r.tl.elapsed()
 	var hang *hangError

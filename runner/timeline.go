@@ -56,6 +56,9 @@ type timeline struct {
 	stats   map[string]*loadResult
 	samples []sampleRec
 	rng     *rand.Rand // jitter, seeded from the scenario (guarded by mu)
+
+	ksTimeouts map[string]time.Duration // per-test timeout by kselftest collection
+	kselftests []results.Kselftest      // guarded by mu
 }
 
 type span struct {
@@ -271,6 +274,14 @@ func (t *timeline) repeatUntil(ctx context.Context, st *scenarios.Step, name str
 		// A wait that runs out of time fails; only one that cannot even
 		// poll past its timeout is a hang.
 		deadline += st.Wait.Timeout.D()
+	}
+	if len(st.Kselftest) > 0 && st.Deadline == 0 {
+		// The kselftest runner kills a test at its timeout; only a guest
+		// that cannot even report that is hung.
+		deadline = 0
+		for _, name := range st.Kselftest {
+			deadline += t.kselftestTimeout(name) + kselftestSlack
+		}
 	}
 	begin := time.Now()
 	next := begin

@@ -49,6 +49,7 @@ func (r *run) finish(err error) {
 		r.tl.writeSamples(filepath.Join(r.cfg.OutDir, "samples.jsonl"))
 		res.Loads = r.tl.loadResults()
 		res.Figures = r.tl.figures(r.s.Machine.CPUs)
+		res.Kselftests = r.tl.kselftests
 	}
 	if r.vm != nil {
 		res.Asserts = append(res.Asserts, r.splats())
@@ -65,6 +66,7 @@ func (r *run) finish(err error) {
 			res.Reasons = append(res.Reasons, a.Reason())
 		}
 	}
+	res.Reasons = append(res.Reasons, kselftestReasons(res.Kselftests)...)
 	res.Verdict = results.Pass
 	if len(res.Reasons) > 0 {
 		res.Verdict = results.Fail

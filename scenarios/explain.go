@@ -186,6 +186,8 @@ func describe(st *Step) (time.Duration, string) {
 		return 0, fmt.Sprintf("pin IRQs matching %q to cpus %s", st.IRQ.Match, st.IRQ.CPUs)
 	case st.Exec != nil:
 		return 0, fmt.Sprintf("run %q%s", strings.Join(st.Exec.Argv, " "), ns(st.Exec.Netns))
+	case len(st.Kselftest) > 0:
+		return 0, "kselftest " + strings.Join(st.Kselftest, ", ") + " (Debian image)"
 	case len(st.Start) > 0:
 		return 0, "start " + strings.Join(st.Start, ", ")
 	case len(st.Stop) > 0:

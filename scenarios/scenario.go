@@ -7,6 +7,11 @@
 // The package knows nothing of VMs; the runner executes what it describes.
 package scenarios
 
+import (
+	"slices"
+	"strings"
+)
+
 // Scenario is one parsed and validated scenario file.
 type Scenario struct {
 	Name        string            `yaml:"name"`
@@ -36,6 +41,20 @@ type Machine struct {
 	MemoryMB int               `yaml:"memory_mb"` // default 256
 	Cmdline  []string          `yaml:"cmdline"`   // extra kernel command-line words
 	Sysctls  map[string]string `yaml:"sysctls"`   // set by the agent before the topology
+	// Image is the guest userspace: "agent" (default: the agent alone) or
+	// "debian" (a Debian userspace for exec steps; kselftest steps imply it).
+	Image string `yaml:"image"`
+}
+
+// Guest images.
+const (
+	ImageAgent  = "agent"
+	ImageDebian = "debian"
+)
+
+// NeedsDebian says whether the scenario boots the Debian image.
+func (s *Scenario) NeedsDebian() bool {
+	return s.Machine.Image == ImageDebian || len(s.Kselftests()) > 0
 }
 
 // Topology is the guest's network.
@@ -131,6 +150,9 @@ type Step struct {
 	Sysctl   *Sysctl    `yaml:"sysctl"`
 	IRQ      *IRQ       `yaml:"irq"`
 	Exec     *Exec      `yaml:"exec"`
+	// Kselftest runs upstream selftests ("net:veth.sh") in order with the
+	// kselftest runner; the scenario then boots the Debian image.
+	Kselftest StringList `yaml:"kselftest"`
 
 	Every    Duration `yaml:"every"`    // repeat period
 	Jitter   Duration `yaml:"jitter"`   // add a random 0..jitter to every period (seeded)
@@ -301,4 +323,33 @@ type Latency struct {
 	P90  Duration `yaml:"p90"`
 	P99  Duration `yaml:"p99"`
 	P999 Duration `yaml:"p999"`
+}
+
+// Kselftests lists the upstream selftests the scenario's steps run, in order.
+func (s *Scenario) Kselftests() []string {
+	var out []string
+	var walk func([]*Step)
+	walk = func(steps []*Step) {
+		for _, st := range steps {
+			if st == nil {
+				continue
+			}
+			out = append(out, st.Kselftest...)
+			walk(st.Parallel)
+		}
+	}
+	walk(s.Timeline)
+	return out
+}
+
+// KselftestCollections lists the collections of Kselftests, sorted, once each.
+func (s *Scenario) KselftestCollections() []string {
+	var out []string
+	for _, t := range s.Kselftests() {
+		if c, _, ok := strings.Cut(t, ":"); ok && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -117,6 +117,9 @@ func (s *Scenario) validate(c *collector) {
 	if m := s.Machine.MemoryMB; m < 64 || m > 16384 {
 		c.add(k.top, "machine.memory_mb %d: want 64-16384", m)
 	}
+	if i := s.Machine.Image; i != "" && i != ImageAgent && i != ImageDebian {
+		c.add(k.top, "machine.image %q: want %s or %s", i, ImageAgent, ImageDebian)
+	}
 	for _, n := range s.Topology.Netns {
 		if k.netns[n] {
 			c.add(k.top, "netns %q declared twice", n)

@@ -12,7 +12,7 @@ import (
 
 // Actions lists the step kinds, for messages and documentation.
 var Actions = []string{"write", "sysctl", "link", "gro", "channels", "xdp", "rps", "xps", "irq", "exec",
-	"start", "stop", "sleep", "wait", "parallel"}
+	"kselftest", "start", "stop", "sleep", "wait", "parallel"}
 
 // action names the one action a step has, or reports how many it has.
 func (st *Step) actions() []string {
@@ -23,7 +23,7 @@ func (st *Step) actions() []string {
 	}{
 		{st.Write != nil, "write"}, {st.Sysctl != nil, "sysctl"}, {st.Link != nil, "link"}, {st.GRO != nil, "gro"},
 		{st.Channels != nil, "channels"}, {st.XDP != nil, "xdp"}, {st.RPS != nil, "rps"}, {st.XPS != nil, "xps"},
-		{st.IRQ != nil, "irq"}, {st.Exec != nil, "exec"}, {len(st.Start) > 0, "start"}, {len(st.Stop) > 0, "stop"},
+		{st.IRQ != nil, "irq"}, {st.Exec != nil, "exec"}, {len(st.Kselftest) > 0, "kselftest"}, {len(st.Start) > 0, "start"}, {len(st.Stop) > 0, "stop"},
 		{st.Sleep > 0, "sleep"}, {st.Wait != nil, "wait"}, {len(st.Parallel) > 0, "parallel"},
 	} {
 		if a.set {
@@ -40,6 +40,8 @@ func (st *Step) Action() string {
 	}
 	return ""
 }
+
+var kselftestRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*(/[a-z0-9][a-z0-9_-]*)*:[A-Za-z0-9][A-Za-z0-9_.+-]*$`)
 
 var hexMask = regexp.MustCompile(`^[0-9a-fA-F,]+$`)
 
@@ -122,6 +124,15 @@ func (k *checker) step(st *Step) {
 		k.checkNetns(p, st.Exec.Netns)
 		if len(st.Exec.Argv) == 0 {
 			c.add(p, "exec needs argv:")
+		}
+	case "kselftest":
+		for _, name := range st.Kselftest {
+			if !kselftestRe.MatchString(name) {
+				c.add(p, "kselftest %q: want collection:test as kselftest-list.txt names it, e.g. net:veth.sh", name)
+			}
+		}
+		if st.Every > 0 {
+			c.add(p, "kselftest runs each test once: drop every:")
 		}
 	case "wait":
 		w := st.Wait

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -19,7 +20,7 @@ import (
 
 const (
 	// execOutputMax bounds ExecResult.Output.
-	execOutputMax = 64 << 10
+	execOutputMax = 256 << 10
 	// execWaitDelay is how long output may stay open after the program exits
 	// (a background child holding the pipe).
 	execWaitDelay = 2 * time.Second
@@ -42,13 +43,20 @@ func (a *agent) exec(x wire.Exec) (*wire.ExecResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), execTimeout)
+	timeout := execTimeout
+	if x.Timeout > 0 {
+		timeout = x.Timeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	out := &cappedBuffer{max: execOutputMax}
 	cmd := exec.CommandContext(ctx, path, x.Argv[1:]...)
 	cmd.Args[0] = x.Argv[0]
 	cmd.Env = execEnv(os.Environ())
 	cmd.Dir = "/"
+	if x.Dir != "" {
+		cmd.Dir = x.Dir
+	}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return unix.Kill(-cmd.Process.Pid, unix.SIGKILL) }
@@ -70,7 +78,7 @@ func (a *agent) exec(x wire.Exec) (*wire.ExecResult, error) {
 	var exitErr *exec.ExitError
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
-		return res, fmt.Errorf("exec %s: killed after %v", x.Argv[0], execTimeout)
+		return res, fmt.Errorf("exec %s: killed after %v", x.Argv[0], timeout)
 	case werr == nil, errors.As(werr, &exitErr), errors.Is(werr, exec.ErrWaitDelay):
 		return res, nil
 	}
@@ -85,14 +93,16 @@ func searchPath() string {
 	return defaultPath
 }
 
-// execEnv is env with PATH set.
+// execEnv is env with PATH and HOME set (PID 1 starts with neither).
 func execEnv(env []string) []string {
-	for _, e := range env {
-		if strings.HasPrefix(e, "PATH=") {
-			return env
+	out := env[:len(env):len(env)]
+	for _, def := range []string{"PATH=" + defaultPath, "HOME=/root"} {
+		key, _, _ := strings.Cut(def, "=")
+		if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, key+"=") }) {
+			out = append(out, def)
 		}
 	}
-	return append(env[:len(env):len(env)], "PATH="+defaultPath)
+	return out
 }
 
 // lookPath finds an executable name in the colon-separated dirs; a name
@@ -115,18 +125,55 @@ func lookPath(name, dirs string) (string, error) {
 	return "", fmt.Errorf("no such program %q in the guest image (the stock image only has /init, the agent)", name)
 }
 
-// cappedBuffer keeps the first max bytes written and drops the rest, never
-// failing a write so the child is not blocked or killed by SIGPIPE.
+// cappedBuffer keeps the first and the last max/2 bytes written (a test's
+// verdict is on its last line), never failing a write so the child is not
+// blocked or killed by SIGPIPE.
 type cappedBuffer struct {
-	buf bytes.Buffer
-	max int
+	head    bytes.Buffer
+	tail    []byte // ring of the last max/2 bytes once head is full
+	pos     int    // next write position in tail
+	wrapped bool
+	dropped int
+	max     int
 }
 
 func (c *cappedBuffer) Write(p []byte) (int, error) {
-	if room := c.max - c.buf.Len(); room > 0 {
-		c.buf.Write(p[:min(len(p), room)])
+	n := len(p)
+	half := c.max / 2
+	if room := half - c.head.Len(); room > 0 {
+		k := min(len(p), room)
+		c.head.Write(p[:k])
+		p = p[k:]
 	}
-	return len(p), nil
+	if c.tail == nil && len(p) > 0 {
+		c.tail = make([]byte, c.max-half)
+	}
+	for len(p) > 0 {
+		k := copy(c.tail[c.pos:], p)
+		if c.wrapped {
+			c.dropped += k
+		}
+		c.pos += k
+		p = p[k:]
+		if c.pos == len(c.tail) {
+			c.pos, c.wrapped = 0, true
+		}
+	}
+	return n, nil
 }
 
-func (c *cappedBuffer) String() string { return c.buf.String() }
+func (c *cappedBuffer) String() string {
+	if c.tail == nil {
+		return c.head.String()
+	}
+	var b strings.Builder
+	b.WriteString(c.head.String())
+	if !c.wrapped {
+		b.Write(c.tail[:c.pos])
+		return b.String()
+	}
+	fmt.Fprintf(&b, "\n[napilab: %d bytes of output dropped]\n", c.dropped)
+	b.Write(c.tail[c.pos:])
+	b.Write(c.tail[:c.pos])
+	return b.String()
+}

@@ -54,20 +54,30 @@ func TestExecEnv(t *testing.T) {
 	if got := execEnv([]string{"HOME=/", "TERM=linux"}); !reflect.DeepEqual(got, []string{"HOME=/", "TERM=linux", "PATH=" + defaultPath}) {
 		t.Errorf("without PATH: %q", got)
 	}
-	if got := execEnv([]string{"PATH=/x"}); !reflect.DeepEqual(got, []string{"PATH=/x"}) {
+	if got := execEnv([]string{"PATH=/x"}); !reflect.DeepEqual(got, []string{"PATH=/x", "HOME=/root"}) {
 		t.Errorf("with PATH: %q", got)
 	}
 }
 
 func TestCappedBuffer(t *testing.T) {
-	c := &cappedBuffer{max: 10}
-	for _, s := range []string{"hello", " world", "!"} {
-		if n, err := c.Write([]byte(s)); n != len(s) || err != nil {
-			t.Fatalf("Write(%q) = %d, %v", s, n, err)
+	for _, tc := range []struct {
+		writes []string
+		want   string
+	}{
+		{[]string{"hel", "lo"}, "hello"},
+		{[]string{"hello", " wor"}, "hello wor"},
+		{[]string{"hello", " world", "!"}, "hello\n[napilab: 2 bytes of output dropped]\norld!"},
+		{[]string{"abcdefghijklmnopqrstuvwxyz"}, "abcde\n[napilab: 16 bytes of output dropped]\nvwxyz"},
+	} {
+		c := &cappedBuffer{max: 10}
+		for _, s := range tc.writes {
+			if n, err := c.Write([]byte(s)); n != len(s) || err != nil {
+				t.Fatalf("Write(%q) = %d, %v", s, n, err)
+			}
 		}
-	}
-	if got := c.String(); got != "hello worl" {
-		t.Errorf("got %q, want %q", got, "hello worl")
+		if got := c.String(); got != tc.want {
+			t.Errorf("%q: got %q, want %q", tc.writes, got, tc.want)
+		}
 	}
 }
 

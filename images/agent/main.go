@@ -79,18 +79,28 @@ func decode[T any](m *wire.Message) (T, error) {
 }
 
 func mountAll() error {
-	for _, m := range []struct{ src, dst, typ string }{
-		{"proc", "/proc", "proc"},
-		{"sysfs", "/sys", "sysfs"},
-		{"devtmpfs", "/dev", "devtmpfs"},
-		{"tmpfs", "/run", "tmpfs"},
-		{"tmpfs", "/tmp", "tmpfs"},
-		{"debugfs", "/sys/kernel/debug", "debugfs"},
+	for _, m := range []struct {
+		src, dst, typ string
+		optional bool // for a Debian userspace (kselftests); quiet when the kernel lacks it
+	}{
+		{"proc", "/proc", "proc", false},
+		{"sysfs", "/sys", "sysfs", false},
+		{"devtmpfs", "/dev", "devtmpfs", false},
+		{"tmpfs", "/run", "tmpfs", false},
+		{"tmpfs", "/tmp", "tmpfs", false},
+		{"debugfs", "/sys/kernel/debug", "debugfs", false},
+		{"devpts", "/dev/pts", "devpts", true},
+		{"tmpfs", "/dev/shm", "tmpfs", true},
+		{"bpf", "/sys/fs/bpf", "bpf", true},
+		{"cgroup2", "/sys/fs/cgroup", "cgroup2", true},
 	} {
 		if err := os.MkdirAll(m.dst, 0o755); err != nil {
+			if m.optional {
+				continue
+			}
 			return err
 		}
-		if err := unix.Mount(m.src, m.dst, m.typ, 0, ""); err != nil && err != unix.EBUSY {
+		if err := unix.Mount(m.src, m.dst, m.typ, 0, ""); err != nil && err != unix.EBUSY && !m.optional {
 			logf("mount %s: %v", m.dst, err)
 		}
 	}

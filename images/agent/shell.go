@@ -32,10 +32,14 @@ func serveShell() {
 			logf("shell: %v", err)
 			return
 		}
-		// -comp=false: the plain line editor; the rich one needs a terminal size a serial line lacks.
+		// -comp=false: gosh's plain line editor; the rich one needs a terminal size a serial line lacks.
 		cmd := exec.Command("/bin/sh", "-comp=false")
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 		cmd.Env = []string{"PATH=/bin", "HOME=/tmp", "TERM=linux", "PS1=napilab# "}
+		if _, err := os.Stat("/bin/bash"); err == nil { // the Debian image
+			cmd = exec.Command("/bin/bash", "-i")
+			cmd.Env = []string{"PATH=" + defaultPath, "HOME=/root", "TERM=linux", "PS1=napilab# "}
+		}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 		cmd.Dir = "/tmp"
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 		logf("shell on ttyS0 (agent still serving); poweroff with: echo o > /proc/sysrq-trigger")

@@ -1,5 +1,7 @@
 package wire
 
+import "time"
+
 // Hello describes the guest once the agent is up.
 type Hello struct {
 	Kernel  string  `json:"kernel"`  // uname -r
@@ -187,12 +189,19 @@ type XDP struct {
 type Exec struct {
 	Netns string   `json:"netns,omitempty"`
 	Argv  []string `json:"argv"`
+	// Dir is the working directory ("/" when empty).
+	Dir string `json:"dir,omitempty"`
+	// Timeout kills the program's process group after this long (the
+	// agent's 10 min default when zero).
+	Timeout time.Duration `json:"timeout,omitempty"`
 }
 
 // ExecResult is what a program did.
 type ExecResult struct {
-	ExitCode int    `json:"exit_code"`
-	Output   string `json:"output"` // combined stdout and stderr, truncated to 64 KiB
+	ExitCode int `json:"exit_code"`
+	// Output is the combined stdout and stderr; past 256 KiB its first and
+	// last 128 KiB are kept around a line saying how much was dropped.
+	Output string `json:"output"`
 }
 
 // IRQAffinity pins every IRQ whose /proc/interrupts name matches the regexp Match.

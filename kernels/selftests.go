@@ -1,0 +1,275 @@
+package kernels
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Selftests is an installed kselftest tree (make install's output) built
+// from a kernel's own source: run_kselftest.sh, kselftest-list.txt and one
+// folder per collection.
+type Selftests struct {
+	// Dir is the install dir.
+	Dir string `json:"-"`
+	// Collections are the TARGETS built, e.g. ["net"].
+	Collections []string `json:"collections"`
+	// Tests lists "collection:test" names from kselftest-list.txt.
+	Tests []string `json:"tests"`
+	// NotBuilt maps a program that failed to compile on the host to its first
+	// error line; it is installed as a stub that exits with KSFT_SKIP (4).
+	NotBuilt map[string]string `json:"not_built,omitempty"`
+	// Seconds is the build's wall time.
+	Seconds float64 `json:"build_seconds"`
+	// Cached says the tree came from the cache.
+	Cached bool `json:"-"`
+}
+
+// selftestsFile records a Selftests beside its install dir.
+const selftestsFile = "selftests.json"
+
+// Timeout is the per-test timeout of collection from its settings file (the
+// kselftest runner's 45 s default when there is none).
+func (s *Selftests) Timeout(collection string) time.Duration {
+	data, err := os.ReadFile(filepath.Join(s.Dir, collection, "settings"))
+	if err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "timeout="); ok {
+				if n, err := strconv.Atoi(v); err == nil && n > 0 {
+					return time.Duration(n) * time.Second
+				}
+			}
+		}
+	}
+	return 45 * time.Second
+}
+
+// Has reports whether name ("collection:test") was installed.
+func (s *Selftests) Has(name string) bool {
+	for _, t := range s.Tests {
+		if t == name {
+			return true
+		}
+	}
+	return false
+}
+
+// BuildSelftests builds and installs the kselftests of spec's
+// Config.Selftests collections from the kernel's (patched) source, with the
+// uapi headers of that source, into the cache. The source is mounted
+// read-only in a private mount namespace while make runs, so the shared tree
+// stays pristine. Programs that do not compile on the host (a stable
+// backport can break one) are replaced by stubs that skip with the error.
+func BuildSelftests(ctx context.Context, spec *Spec, art *Artifact, opts Options) (*Selftests, error) {
+	if len(spec.Config.Selftests) == 0 {
+		return nil, fmt.Errorf("kernel %s names no kselftest collection", spec.Name)
+	}
+	l := layout{opts.CacheDir}
+	if l.root == "" {
+		l.root = DefaultCacheDir()
+	}
+	dir := filepath.Join(l.root, "selftests", spec.Name+"-"+art.Key[:16])
+	if s, err := loadSelftests(dir); err == nil {
+		s.Cached = true
+		return s, nil
+	}
+	if err := checkTools("make", "gcc", "unshare", "mount"); err != nil {
+		return nil, err
+	}
+	src, err := Source(ctx, spec, opts)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := lockCache(ctx, l.lockFile())
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if s, err := loadSelftests(dir); err == nil {
+		s.Cached = true
+		return s, nil
+	}
+	start := time.Now()
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".tmp-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	logPath := filepath.Join(filepath.Dir(dir), spec.Name+"-"+art.Key[:16]+".log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	jobs := opts.Jobs
+	if jobs <= 0 {
+		jobs = 2
+	}
+	sb := &selftestBuild{src: src, out: filepath.Join(tmp, "build"), install: filepath.Join(tmp, "install"),
+		targets: strings.Join(spec.Config.Selftests, " "), jobs: jobs, log: log, logPath: logPath}
+	s := &Selftests{Collections: spec.Config.Selftests}
+	if s.NotBuilt, err = sb.run(ctx); err != nil {
+		return nil, err
+	}
+	list, err := os.ReadFile(filepath.Join(sb.install, "kselftest-list.txt"))
+	if err != nil {
+		return nil, fmt.Errorf("kselftest install wrote no kselftest-list.txt (log: %s): %w", logPath, err)
+	}
+	for _, line := range strings.Split(string(list), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			s.Tests = append(s.Tests, line)
+		}
+	}
+	s.Seconds = time.Since(start).Seconds()
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(sb.install, selftestsFile), data, 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(sb.install, dir); err != nil {
+		return nil, err
+	}
+	s.Dir = dir
+	return s, nil
+}
+
+func loadSelftests(dir string) (*Selftests, error) {
+	data, err := os.ReadFile(filepath.Join(dir, selftestsFile))
+	if err != nil {
+		return nil, err
+	}
+	var s Selftests
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, err
+	}
+	s.Dir = dir
+	return &s, nil
+}
+
+// selftestBuild is one run of the kselftest make targets.
+type selftestBuild struct {
+	src, out, install string
+	targets           string
+	jobs              int
+	log               io.Writer
+	logPath           string
+}
+
+// maxStubRounds bounds the make -k / stub / make rounds.
+const maxStubRounds = 4
+
+// run installs the uapi headers, builds with make -k, stubs what failed
+// and builds again, then installs. It returns the stubbed programs.
+func (sb *selftestBuild) run(ctx context.Context) (map[string]string, error) {
+	if _, err := sb.make(ctx, "-C", sb.src, "O="+sb.out, "ARCH=x86_64", "headers"); err != nil {
+		return nil, fmt.Errorf("make headers failed (log: %s): %w", sb.logPath, err)
+	}
+	kself := filepath.Join(sb.src, "tools", "testing", "selftests")
+	args := []string{"-C", kself, "O=" + sb.out, "ARCH=x86_64", "TARGETS=" + sb.targets}
+	stubbed := map[string]string{}
+	for round := 0; ; round++ {
+		out, err := sb.make(ctx, append(args, "-k", fmt.Sprintf("-j%d", sb.jobs), "all")...)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		failed := failedTargets(out, sb.out)
+		if len(failed) == 0 || round == maxStubRounds {
+			return nil, fmt.Errorf("kselftest build of %s failed (log: %s): %w", sb.targets, sb.logPath, err)
+		}
+		for target, why := range failed {
+			if err := writeStub(target, why); err != nil {
+				return nil, err
+			}
+			name, _ := filepath.Rel(filepath.Join(sb.out, "kselftest"), target)
+			stubbed[name] = why
+		}
+	}
+	if _, err := sb.make(ctx, append(args, "KSFT_INSTALL_PATH="+sb.install, "install")...); err != nil {
+		return nil, fmt.Errorf("kselftest install failed (log: %s): %w", sb.logPath, err)
+	}
+	return stubbed, nil
+}
+
+// make runs make with the source tree mounted read-only, logging to sb.log,
+// and returns its output.
+func (sb *selftestBuild) make(ctx context.Context, args ...string) ([]byte, error) {
+	script := `mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" && shift && exec make "$@"`
+	argv := append([]string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", sb.src}, args...)
+	fmt.Fprintf(sb.log, "$ make %s\n", strings.Join(args, " "))
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stdout = io.MultiWriter(&out, sb.log)
+	cmd.Stderr = cmd.Stdout
+	cmd.Dir = sb.src
+	err := cmd.Run()
+	return out.Bytes(), err
+}
+
+var (
+	failedRe = regexp.MustCompile(`\*\*\* \[[^\]]*?:\d+: (\S+)\] Error \d+`)
+	errorRe  = regexp.MustCompile(`^(\S+\.[ch]):(\d+):\d+: error: (.*)$`)
+)
+
+// failedTargets finds the targets under out that make reported failing, each
+// with the first compiler error of its own source file (or "build failed").
+func failedTargets(output []byte, out string) map[string]string {
+	firstErr := map[string]string{}
+	var targets []string
+	sc := bufio.NewScanner(bytes.NewReader(output))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if m := errorRe.FindStringSubmatch(line); m != nil {
+			stem := strings.TrimSuffix(filepath.Base(m[1]), filepath.Ext(m[1]))
+			if _, ok := firstErr[stem]; !ok {
+				firstErr[stem] = fmt.Sprintf("%s:%s: %s", m[1], m[2], m[3])
+			}
+		}
+		if m := failedRe.FindStringSubmatch(line); m != nil && strings.HasPrefix(m[1], out+string(filepath.Separator)) {
+			targets = append(targets, m[1])
+		}
+	}
+	failed := map[string]string{}
+	for _, t := range targets {
+		stem := strings.TrimSuffix(filepath.Base(t), filepath.Ext(t))
+		why, ok := firstErr[stem]
+		if !ok {
+			why = "build failed"
+		}
+		failed[t] = why
+	}
+	return failed
+}
+
+// writeStub writes an executable that says why it is not the real program
+// and exits with KSFT_SKIP, so the runner reports the test as skipped.
+func writeStub(path, why string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	msg := strings.ReplaceAll(why, "'", "")
+	stub := fmt.Sprintf("#!/bin/sh\necho '%s did not compile on the lab host: %s'\nexit 4\n", filepath.Base(path), msg)
+	return os.WriteFile(path, []byte(stub), 0o755)
+}

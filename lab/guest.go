@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"napilab/images"
+	"napilab/kernels"
+	"napilab/runner"
+	"napilab/scenarios"
+)
+
+// debianMemoryMB is the least guest RAM for the Debian image: the unpacked
+// tree and the archive both sit in memory while the kernel unpacks it.
+const debianMemoryMB = 1024
+
+// guests builds, once each, what a run boots: the kernel of a spec and the
+// image. Scenarios with kselftest steps get the kernel with the collections'
+// config merged and the Debian image holding that kernel's selftests.
+type guests struct {
+	g        *globalOptions
+	makeJobs int
+	log      io.Writer
+	agent    *images.Image // the agent-only image, built on first use
+	cache    map[string]runner.Config
+}
+
+func newGuests(g *globalOptions, makeJobs int, log io.Writer) *guests {
+	return &guests{g: g, makeJobs: makeJobs, log: log, cache: map[string]runner.Config{}}
+}
+
+// config returns the kernel- and image-derived part of a run's
+// configuration for the spec at kpath and a scenario needing the tests
+// (collection:test names; none for the agent-only image).
+func (gs *guests) config(ctx context.Context, kpath string, s *scenarios.Scenario) (runner.Config, error) {
+	tests := s.Kselftests()
+	if !s.NeedsDebian() {
+		return gs.configFor(ctx, kpath, false, nil)
+	}
+	cfg, err := gs.configFor(ctx, kpath, true, collections(tests))
+	if err != nil {
+		return cfg, err
+	}
+	return cfg, checkTests(cfg, tests)
+}
+
+// configFor is config for a guest with the agent-only or the Debian image,
+// the latter holding the kselftest collections.
+func (gs *guests) configFor(ctx context.Context, kpath string, debian bool, colls []string) (runner.Config, error) {
+	key := fmt.Sprintf("%s\x00%v\x00%s", kpath, debian, strings.Join(colls, ","))
+	if cfg, ok := gs.cache[key]; ok {
+		return cfg, nil
+	}
+	kern, spec, err := buildKernelFor(ctx, gs.g, kpath, colls, gs.makeJobs, progressWriter(gs.log, false))
+	if err != nil {
+		return runner.Config{}, err
+	}
+	var cfg runner.Config
+	if !debian {
+		if gs.agent == nil {
+			if gs.agent, err = images.Build(ctx, images.Options{CacheDir: gs.g.cache()}); err != nil {
+				return runner.Config{}, err
+			}
+		}
+		cfg = guestConfig(kpath, spec, kern, gs.agent)
+	} else {
+		var trees []images.Tree
+		var st *kernels.Selftests
+		if len(colls) > 0 {
+			start := time.Now()
+			st, err = kernels.BuildSelftests(ctx, spec, kern, kernels.Options{CacheDir: gs.g.cache(), Jobs: gs.makeJobs})
+			if err != nil {
+				return runner.Config{}, fmt.Errorf("kselftests of %s: %w", spec.Name, err)
+			}
+			fmt.Fprintf(gs.log, "kselftests %s of %s: %s in %.1fs, %d tests", strings.Join(colls, ","), spec.Name,
+				cachedWord(st.Cached), time.Since(start).Seconds(), len(st.Tests))
+			if n := len(st.NotBuilt); n > 0 {
+				fmt.Fprintf(gs.log, ", %d programs did not compile and will skip", n)
+			}
+			fmt.Fprintln(gs.log)
+			trees = append(trees, images.Tree{Dir: st.Dir, Prefix: strings.TrimPrefix(runner.KselftestDir, "/")})
+		}
+		start := time.Now()
+		img, rootfs, err := images.BuildDebianImage(ctx, images.Options{CacheDir: gs.g.cache()}, images.DefaultDebian(), trees)
+		if err != nil {
+			return runner.Config{}, err
+		}
+		fmt.Fprintf(gs.log, "debian image: %s in %.1fs, %d MB (rootfs %s)\n", cachedWord(img.Cached && rootfs.Cached),
+			time.Since(start).Seconds(), img.Size>>20, rootfs.Path)
+		cfg = guestConfig(kpath, spec, kern, img)
+		cfg.MinMemoryMB = debianMemoryMB
+		if st != nil {
+			cfg.KselftestTimeouts = map[string]time.Duration{}
+			for _, c := range colls {
+				cfg.KselftestTimeouts[c] = st.Timeout(c)
+			}
+			cfg.KselftestList = st.Tests
+		}
+	}
+	gs.cache[key] = cfg
+	return cfg, nil
+}
+
+// checkTests refuses tests the built kselftests do not have, before booting.
+func checkTests(cfg runner.Config, tests []string) error {
+	have := map[string]bool{}
+	for _, t := range cfg.KselftestList {
+		have[t] = true
+	}
+	var missing []string
+	for _, t := range tests {
+		if !have[t] {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("kernel %s has no kselftest %s (lab kselftest --list -k SPEC lists them)",
+			cfg.Kernel.Spec, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// collections lists the collections of collection:test names, sorted, once each.
+func collections(tests []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range tests {
+		c, _, _ := strings.Cut(t, ":")
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func cachedWord(cached bool) string {
+	if cached {
+		return "cached"
+	}
+	return "built"
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"napilab/scenarios"
+)
+
+// defaultKselftests run when lab kselftest names none: net selftests that
+// need no hardware and finish within minutes under TCG.
+var defaultKselftests = []string{
+	"net:reuseport_bpf", "net:reuseport_dualstack", "net:reuseaddr_conflict", "net:socket",
+	"net:run_netsocktests", "net:run_afpackettests", "net:altnames.sh", "net:unicast_extensions.sh",
+	"net:udpgso.sh", "net:ip_defrag.sh", "net:so_txtime.sh", "net:tcp_fastopen_backup_key.sh",
+	"net:veth.sh", "net:udpgro_fwd.sh", "net:gro.sh", "net:tls",
+}
+
+type kselftestOptions struct {
+	runOptions
+	list bool
+	cpus int
+}
+
+func newKselftestCmd(g *globalOptions) *cobra.Command {
+	o := &kselftestOptions{}
+	cmd := &cobra.Command{
+		Use:   "kselftest [COLLECTION:TEST...] [--kernel SPEC]...",
+		Short: "Run upstream kselftests on a kernel, on the Debian image; exit 0 PASS, 1 FAIL, 2 ERROR",
+		Long: `Builds the kernel with the collections' own config fragment merged (tools/testing/selftests/<c>/config,
+then kernels/configs/kselftest.config), builds and installs the collections' selftests from the same
+source with its uapi headers, boots the Debian image (debootstrap minbase + the tests' runtime tools,
+with the agent as /init and the tests under /kselftest) and runs each test with the kselftest runner
+and its timeout (the collection's settings file). Each test's KTAP result (ok / not ok / skip with its
+reason, and the subtests it printed) goes into the run's result.json, junit.xml, result.ktap and
+report.html, beside the splat and hang checks every lab run has.
+
+Without tests it runs a set of net selftests that need no hardware:
+  ` + strings.Join(defaultKselftests, " ") + `
+
+A scenario can run kselftests too, wrapped in load and toggles: a step "kselftest: net:veth.sh".`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.list {
+				return listKselftests(cmd, g, o)
+			}
+			tests := args
+			if len(tests) == 0 {
+				tests = defaultKselftests
+			}
+			s, err := kselftestScenario(tests, o.cpus)
+			if err != nil {
+				return err
+			}
+			return runPlan(cmd, g, &o.runOptions, []planned{{s: s}}, 1, 1)
+		},
+	}
+	cmd.Flags().StringArrayVarP(&o.kernels, "kernel", "k", []string{"kernels/stock-6.1.yaml"}, "kernel spec (repeatable)")
+	cmd.Flags().StringVarP(&o.out, "out", "o", "results/runs", "folder for run folders")
+	cmd.Flags().StringVar(&o.accel, "accel", "", "kvm or tcg (default tcg, or $NAPILAB_ACCEL)")
+	cmd.Flags().IntVar(&o.makeJobs, "make-jobs", 0, "make -j for kernel and selftest builds")
+	cmd.Flags().IntVarP(&o.repeat, "repeat", "n", 1, "runs on each kernel")
+	cmd.Flags().IntVar(&o.cpus, "cpus", 2, "guest CPUs")
+	cmd.Flags().BoolVar(&o.list, "list", false, "build the net selftests and list the tests (collection:test)")
+	o.parallel = 1
+	return cmd
+}
+
+// kselftestScenario is a scenario with one step per test.
+func kselftestScenario(tests []string, cpus int) (*scenarios.Scenario, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: kselftest\ndescription: upstream kselftests on the Debian image\n")
+	fmt.Fprintf(&b, "machine:\n  cpus: %d\n  memory_mb: %d\ntimeline:\n", cpus, debianMemoryMB)
+	for _, t := range tests {
+		fmt.Fprintf(&b, "  - name: %q\n    kselftest: %q\n", t, t)
+	}
+	return scenarios.Parse("kselftest", []byte(b.String()), nil)
+}
+
+// listKselftests prints the tests the kernel's net (or named) collections install.
+func listKselftests(cmd *cobra.Command, g *globalOptions, o *kselftestOptions) error {
+	gs := newGuests(g, o.makeJobs, cmd.ErrOrStderr())
+	for _, k := range o.kernels {
+		cfg, err := gs.configFor(cmd.Context(), k, true, []string{"net"})
+		if err != nil {
+			return err
+		}
+		for _, t := range cfg.KselftestList {
+			fmt.Fprintln(cmd.OutOrStdout(), t)
+		}
+	}
+	return nil
+}

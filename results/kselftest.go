@@ -1,0 +1,199 @@
+package results
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Kselftest statuses.
+const (
+	KPass    = "pass"
+	KFail    = "fail"
+	KSkip    = "skip"
+	KTimeout = "timeout"
+	KXfail   = "xfail"
+	KError   = "error" // the runner printed no result: the test could not run
+)
+
+// Kselftest is one upstream selftest as the kselftest runner reported it.
+type Kselftest struct {
+	// Name is "collection:test", e.g. "net:veth.sh".
+	Name string `json:"name"`
+	// Status is pass, fail, skip, timeout, xfail or error.
+	Status string `json:"status"`
+	// Reason is the result line's directive ("SKIP ...", "TIMEOUT 1500
+	// seconds", "exit=1") or why the test could not run.
+	Reason string `json:"reason,omitempty"`
+	// Step is the timeline step that ran it.
+	Step    string  `json:"step,omitempty"`
+	Seconds float64 `json:"seconds"`
+	// Subtests are the KTAP results the test printed itself (a harness test
+	// such as tls, or a nested kselftest), in order.
+	Subtests []KTAPCase `json:"subtests,omitempty"`
+	// Output is what the test printed, without the runner's "# " prefix
+	// (first and last 128 KiB).
+	Output string `json:"output,omitempty"`
+}
+
+// Failed reports whether the test counts against the run.
+func (k Kselftest) Failed() bool {
+	return k.Status == KFail || k.Status == KTimeout || k.Status == KError
+}
+
+// Counts sums subtests by status.
+func (k Kselftest) Counts() map[string]int {
+	n := map[string]int{}
+	for _, c := range k.Subtests {
+		n[c.Status]++
+	}
+	return n
+}
+
+// KTAPCase is one "ok"/"not ok" line of KTAP (or TAP 13) output.
+type KTAPCase struct {
+	Number int    `json:"number"`
+	Name   string `json:"name"`
+	// Status is pass, fail, skip, timeout or xfail (from "ok"/"not ok" and the directive).
+	Status    string     `json:"status"`
+	Directive string     `json:"directive,omitempty"`
+	Subtests  []KTAPCase `json:"subtests,omitempty"`
+	// Output holds the diagnostic lines printed before the result line.
+	Output []string `json:"-"`
+}
+
+var ktapResultRe = regexp.MustCompile(`^(not ok|ok) (\d+)(?: -)?(?: ([^#]*?))?\s*(?:#\s*(.*))?$`)
+
+// ParseKTAP reads the result lines of KTAP or TAP 13 output, as the
+// kselftest runner prints it: a test's own output comes as "# " diagnostic
+// lines before its result line, and nested results (a harness test's
+// subtests) come inside those lines, behind a further "# " or indented.
+func ParseKTAP(text string) []KTAPCase {
+	return parseKTAPLines(strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n"), 0)
+}
+
+// maxKTAPDepth bounds nesting (a test printing "# # # ..." forever).
+const maxKTAPDepth = 8
+
+func parseKTAPLines(lines []string, depth int) []KTAPCase {
+	var cases []KTAPCase
+	var pending []string
+	for _, line := range lines {
+		trimmed := strings.TrimRight(line, " \t")
+		if m := ktapResultRe.FindStringSubmatch(trimmed); m != nil {
+			c := KTAPCase{Name: strings.TrimSpace(m[3]), Directive: strings.TrimSpace(m[4]), Output: pending}
+			fmt.Sscan(m[2], &c.Number)
+			c.Status = ktapStatus(m[1] == "ok", c.Directive)
+			if depth < maxKTAPDepth {
+				c.Subtests = parseKTAPLines(inner(pending), depth+1)
+			}
+			cases = append(cases, c)
+			pending = nil
+			continue
+		}
+		pending = append(pending, line)
+	}
+	return cases
+}
+
+// inner strips one level of nesting ("# " or indentation) from lines that have it.
+func inner(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "# "):
+			out = append(out, l[2:])
+		case l == "#":
+			out = append(out, "")
+		case strings.HasPrefix(l, "    "):
+			out = append(out, l[4:])
+		case strings.HasPrefix(l, "  "):
+			out = append(out, l[2:])
+		}
+	}
+	return out
+}
+
+// ktapStatus maps "ok"/"not ok" and a directive to a status.
+func ktapStatus(ok bool, directive string) string {
+	word := strings.ToUpper(strings.Fields(directive + " x")[0])
+	switch {
+	case word == "SKIP":
+		return KSkip
+	case word == "TIMEOUT":
+		return KTimeout
+	case word == "XFAIL":
+		return KXfail
+	case ok:
+		return KPass
+	}
+	return KFail
+}
+
+// KselftestFromOutput turns the output of `run_kselftest.sh -t name` into
+// one result: the runner's top-level line for the test gives the status,
+// the lines before it (without their "# " prefix) the output and subtests.
+func KselftestFromOutput(name, output string) Kselftest {
+	k := Kselftest{Name: name}
+	var top *KTAPCase
+	cases := ParseKTAP(output)
+	for i := range cases {
+		if kselftestName(cases[i].Name) == name {
+			top = &cases[i]
+		}
+	}
+	if top == nil {
+		k.Status, k.Reason = KError, "the kselftest runner printed no result line for "+name
+		k.Output = output
+		return k
+	}
+	k.Status, k.Reason, k.Subtests = top.Status, top.Directive, top.Subtests
+	k.Output = strings.Join(inner(top.Output), "\n")
+	return k
+}
+
+// kselftestName turns the runner's "selftests: net: veth.sh" into "net:veth.sh".
+func kselftestName(s string) string {
+	s = strings.TrimPrefix(strings.TrimSpace(s), "selftests:")
+	coll, test, ok := strings.Cut(s, ":")
+	if !ok {
+		return strings.TrimSpace(s)
+	}
+	return strings.TrimSpace(coll) + ":" + strings.TrimSpace(test)
+}
+
+// KselftestSummary counts tests by status, e.g. "3 pass, 1 skip".
+func KselftestSummary(ks []Kselftest) string {
+	n := map[string]int{}
+	for _, k := range ks {
+		n[k.Status]++
+	}
+	var parts []string
+	for _, s := range []string{KPass, KFail, KTimeout, KError, KSkip, KXfail} {
+		if n[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[s], s))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ReasonLine is how a failed kselftest reads among a result's Reasons.
+func (k Kselftest) ReasonLine() string {
+	s := fmt.Sprintf("kselftest %s: %s", k.Name, k.Status)
+	if k.Reason != "" {
+		s += " (" + k.Reason + ")"
+	}
+	if n := k.Counts(); n[KFail] > 0 {
+		s += fmt.Sprintf(", %d of %d subtests failed", n[KFail], len(k.Subtests))
+	}
+	return s
+}
+
+// subtestSummary counts subtests by status, e.g. "12 pass, 1 skip".
+func subtestSummary(cs []KTAPCase) string {
+	ks := make([]Kselftest, len(cs))
+	for i, c := range cs {
+		ks[i].Status = c.Status
+	}
+	return KselftestSummary(ks)
+}

@@ -1,0 +1,70 @@
+package runner
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"napilab/images/wire"
+	"napilab/results"
+	"napilab/scenarios"
+)
+
+const (
+	// KselftestDir is where the Debian image holds the installed kselftests.
+	KselftestDir = "/kselftest"
+	// kselftestSlack is added to a test's own timeout for the runner's
+	// start and the report to come back.
+	kselftestSlack = 60 * time.Second
+	// defaultKselftestTimeout is the kselftest runner's own default.
+	defaultKselftestTimeout = 45 * time.Second
+)
+
+// kselftestTimeout is the per-test timeout of name's collection.
+func (t *timeline) kselftestTimeout(name string) time.Duration {
+	coll, _, _ := strings.Cut(name, ":")
+	if d := t.ksTimeouts[coll]; d > 0 {
+		return d
+	}
+	return defaultKselftestTimeout
+}
+
+// kselftest runs one upstream selftest with the kselftest runner in the
+// guest and records its result. A failing test is a result, not a step
+// error: the timeline goes on to the next test.
+func (t *timeline) kselftest(ctx context.Context, st *scenarios.Step, name string) error {
+	start := time.Now()
+	x := wire.Exec{Argv: []string{KselftestDir + "/run_kselftest.sh", "-t", name}, Dir: KselftestDir,
+		Timeout: t.kselftestTimeout(name) + kselftestSlack/2}
+	t.logf("kselftest %s (timeout %v)", name, t.kselftestTimeout(name))
+	var res wire.ExecResult
+	err := t.ctl.call(ctx, wire.OpExec, x, &res)
+	if ctx.Err() != nil {
+		return ctx.Err() // the step deadline or an interrupt: a hang, not a test result
+	}
+	k := results.KselftestFromOutput(name, res.Output)
+	switch {
+	case err != nil && strings.Contains(err.Error(), "no such program"):
+		k.Status, k.Reason = results.KError, "the guest image has no kselftests (boot the Debian image: lab kselftest, or a scenario with kselftest steps run by lab run)"
+	case err != nil && k.Status == results.KError:
+		k.Status, k.Reason = results.KTimeout, err.Error()
+	}
+	k.Step, k.Seconds = st.Name, time.Since(start).Seconds()
+	t.logf("kselftest %s: %s %s (%.1fs)", name, k.Status, k.Reason, k.Seconds)
+	t.mu.Lock()
+	t.kselftests = append(t.kselftests, k)
+	t.mu.Unlock()
+	return nil
+}
+
+// kselftestReasons lists the failed kselftests as verdict reasons.
+func kselftestReasons(ks []results.Kselftest) []string {
+	var out []string
+	for _, k := range ks {
+		if k.Failed() {
+			out = append(out, k.ReasonLine())
+		}
+	}
+	return out
+}
+
