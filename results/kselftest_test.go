@@ -10,10 +10,10 @@ import (
 func TestKselftestFromOutput(t *testing.T) {
 	for _, tc := range []struct {
 		name, out string
-		status     string
-		reason     string
-		subtests   map[string]int
-		outputHas  string
+		status    string
+		reason    string
+		subtests  map[string]int
+		outputHas string
 	}{
 		{name: "net:reuseport_bpf", status: KPass, outputHas: "Testing EBPF mod 10...", out: `TAP version 13
 1..1

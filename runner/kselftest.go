@@ -67,4 +67,3 @@ func kselftestReasons(ks []results.Kselftest) []string {
 	}
 	return out
 }
-

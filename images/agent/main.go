@@ -81,7 +81,7 @@ func decode[T any](m *wire.Message) (T, error) {
 func mountAll() error {
 	for _, m := range []struct {
 		src, dst, typ string
-		optional bool // for a Debian userspace (kselftests); quiet when the kernel lacks it
+		optional      bool // for a Debian userspace (kselftests); quiet when the kernel lacks it
 	}{
 		{"proc", "/proc", "proc", false},
 		{"sysfs", "/sys", "sysfs", false},
