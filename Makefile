@@ -9,9 +9,11 @@ KERNELS ?= kernels/stock-6.1.yaml kernels/stock-6.12.yaml kernels/ksoftirqd-6.12
 SCENARIOS ?= $(wildcard scenarios/*.yaml)
 
 # Host packages: QEMU, the kernel source, the kernel build dependencies, ccache,
-# chromium (headless: the report screenshot test).
+# chromium (headless: the report screenshot test); for lab kselftest: debootstrap
+# (the Debian image), clang and the libraries the net selftests link against.
 APT_PKGS := qemu-system-x86 linux-source-6.1 linux-source-6.12 build-essential flex bison bc libelf-dev \
-	ccache cpio xz-utils patch kmod iproute2 chromium
+	ccache cpio xz-utils patch kmod iproute2 chromium \
+	debootstrap clang llvm libnuma-dev libcap-dev libssl-dev libmnl-dev python3-yaml python3-jsonschema rsync
 
 .PHONY: all deps lab test test-kernel test-lab test-short bench clean
 

@@ -343,3 +343,48 @@ func pruneComposed(dir string, keep int) {
 		os.Remove(a.path)
 	}
 }
+
+// BuiltinModules writes lib/modules/<release> for a kernel without modules
+// into a temp dir: kbuild's modules.builtin files and depmod's indexes of
+// them, so that `modprobe nf_defrag_ipv6` in a selftest succeeds for what is
+// built in. It returns the modules dir (to go to usr/lib/modules) and a
+// cleanup; without the files (older artifacts) it returns "".
+func BuiltinModules(ctx context.Context, kernelDir string) (string, func(), error) {
+	nothing := func() {}
+	rel, err := os.ReadFile(filepath.Join(kernelDir, "kernel.release"))
+	if err != nil {
+		return "", nothing, nil
+	}
+	release := strings.TrimSpace(string(rel))
+	tmp, err := os.MkdirTemp("", "napilab-modules-")
+	if err != nil {
+		return "", nothing, err
+	}
+	cleanup := func() { os.RemoveAll(tmp) }
+	dir := filepath.Join(tmp, "lib", "modules", release)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		cleanup()
+		return "", nothing, err
+	}
+	for _, f := range []string{"modules.builtin", "modules.builtin.modinfo"} {
+		data, err := os.ReadFile(filepath.Join(kernelDir, f))
+		if err != nil {
+			cleanup()
+			return "", nothing, nil
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			cleanup()
+			return "", nothing, err
+		}
+	}
+	depmod, err := exec.LookPath("depmod")
+	if err != nil {
+		cleanup()
+		return "", nothing, fmt.Errorf("indexing built-in modules needs depmod: apt-get install kmod")
+	}
+	if out, err := exec.CommandContext(ctx, depmod, "-b", tmp, release).CombinedOutput(); err != nil {
+		cleanup()
+		return "", nothing, fmt.Errorf("depmod: %w\n%s", err, out)
+	}
+	return filepath.Join(tmp, "lib", "modules"), cleanup, nil
+}

@@ -164,6 +164,9 @@ func Source(ctx context.Context, spec *Spec, opts Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if src, ok := b.readySource(); ok {
+		return src, nil // published trees never change: no lock needed
+	}
 	unlock, err := lockCache(ctx, b.layout.lockFile())
 	if err != nil {
 		return "", err

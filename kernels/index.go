@@ -14,6 +14,16 @@ const (
 	buildInfoFile = "build.json"
 )
 
+// Artifact files for a userspace, published when the build made them.
+const (
+	// BuiltinFile lists the built-in modules (kbuild's modules.builtin).
+	BuiltinFile = "modules.builtin"
+	// BuiltinModinfoFile is kbuild's modules.builtin.modinfo.
+	BuiltinModinfoFile = "modules.builtin.modinfo"
+	// ReleaseFile holds the kernel release (uname -r).
+	ReleaseFile = "kernel.release"
+)
+
 // indexEntry maps an input hash to a published artifact.
 type indexEntry struct {
 	// Artifact is the artifact dir's name under <root>/kernels.

@@ -136,6 +136,16 @@ func (b *builder) publish(dir, key, work string, final []byte, objects int) (*Ar
 	if err := writeJSON(filepath.Join(tmp, buildInfoFile), info); err != nil {
 		return nil, err
 	}
+	// What a userspace needs to see the built-in "modules": modprobe of a
+	// built-in succeeds once depmod has read modules.builtin.
+	for dst, src := range map[string]string{BuiltinFile: "modules.builtin", BuiltinModinfoFile: "modules.builtin.modinfo",
+		ReleaseFile: "include/config/kernel.release"} {
+		if data, err := os.ReadFile(filepath.Join(work, src)); err == nil {
+			if err := os.WriteFile(filepath.Join(tmp, dst), data, 0o644); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return nil, fmt.Errorf("failed to chmod artifact: %w", err)
 	}

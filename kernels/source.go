@@ -44,6 +44,23 @@ func (b *builder) prepareSource(ctx context.Context) (string, *patchedMarker, er
 	return b.patch(ctx, pristine)
 }
 
+// readySource returns the source tree when it is already published
+// (extracted and, with patches, patched).
+func (b *builder) readySource() (string, bool) {
+	dir := b.layout.pristineDir(b.spec.Base.Tarball, b.in.tarSum)
+	if _, err := os.Stat(filepath.Join(dir, "Makefile")); err != nil {
+		return "", false
+	}
+	if !b.in.hasPatches() {
+		return dir, true
+	}
+	dir = b.layout.sourceDir(b.spec, b.in)
+	if _, err := readMarker(dir); err != nil {
+		return "", false
+	}
+	return dir, true
+}
+
 // extract unpacks the tarball once into src/<base>-<sha12>, atomically.
 func (b *builder) extract(ctx context.Context) (string, error) {
 	dir := b.layout.pristineDir(b.spec.Base.Tarball, b.in.tarSum)

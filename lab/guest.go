@@ -84,6 +84,14 @@ func (gs *guests) configFor(ctx context.Context, kpath string, debian bool, coll
 			fmt.Fprintln(gs.log)
 			trees = append(trees, images.Tree{Dir: st.Dir, Prefix: strings.TrimPrefix(runner.KselftestDir, "/")})
 		}
+		mods, cleanup, err := images.BuiltinModules(ctx, kern.Dir)
+		if err != nil {
+			return runner.Config{}, err
+		}
+		defer cleanup()
+		if mods != "" {
+			trees = append(trees, images.Tree{Dir: mods, Prefix: "usr/lib/modules"})
+		}
 		start := time.Now()
 		img, rootfs, err := images.BuildDebianImage(ctx, images.Options{CacheDir: gs.g.cache()}, images.DefaultDebian(), trees)
 		if err != nil {

@@ -20,8 +20,9 @@ var defaultKselftests = []string{
 
 type kselftestOptions struct {
 	runOptions
-	list bool
-	cpus int
+	list  bool
+	quiet bool
+	cpus  int
 }
 
 func newKselftestCmd(g *globalOptions) *cobra.Command {
@@ -53,6 +54,7 @@ A scenario can run kselftests too, wrapped in load and toggles: a step "kselftes
 			if err != nil {
 				return err
 			}
+			o.verbose = !o.quiet
 			return runPlan(cmd, g, &o.runOptions, []planned{{s: s}}, 1, 1)
 		},
 	}
@@ -62,6 +64,8 @@ A scenario can run kselftests too, wrapped in load and toggles: a step "kselftes
 	cmd.Flags().IntVar(&o.makeJobs, "make-jobs", 0, "make -j for kernel and selftest builds")
 	cmd.Flags().IntVarP(&o.repeat, "repeat", "n", 1, "runs on each kernel")
 	cmd.Flags().IntVar(&o.cpus, "cpus", 2, "guest CPUs")
+	cmd.Flags().DurationVar(&o.kselftestTimeout, "timeout", 0, "cap each test's timeout (default: the collection's settings file, 1500s for net on 6.1)")
+	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines, only the verdict")
 	cmd.Flags().BoolVar(&o.list, "list", false, "build the net selftests and list the tests (collection:test)")
 	o.parallel = 1
 	return cmd

@@ -26,6 +26,9 @@ type runOptions struct {
 	repeat    int
 	untilFail bool
 	shard     string
+	verbose   bool // progress lines from the runner (single-guest runs)
+	// kselftestTimeout caps each kselftest's timeout (0: its collection's settings).
+	kselftestTimeout time.Duration
 }
 
 func newRunCmd(g *globalOptions) *cobra.Command {
@@ -53,6 +56,7 @@ folders with lab results merge). Every run folder holds replay.json for lab repr
 	cmd.Flags().IntVarP(&o.repeat, "repeat", "n", 1, "runs of each scenario on each kernel")
 	cmd.Flags().BoolVar(&o.untilFail, "until-fail", false, "stop starting runs after the first FAIL")
 	cmd.Flags().StringVar(&o.shard, "shard", "", "run only shard K/N of the matrix, e.g. 2/4")
+	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "print the runner's progress (boot, steps, kselftests)")
 	return cmd
 }
 
@@ -123,6 +127,15 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 				}
 				memory = max(memory, p.s.Machine.MemoryMB, base.MinMemoryMB)
 				cfg := base
+				if o.kselftestTimeout > 0 {
+					cfg.KselftestTimeouts = map[string]time.Duration{}
+					for c, d := range base.KselftestTimeouts {
+						cfg.KselftestTimeouts[c] = min(d, o.kselftestTimeout)
+					}
+				}
+				if o.verbose {
+					cfg.Logf = func(f string, a ...any) { fmt.Fprintf(stderr, "  "+f+"\n", a...) }
+				}
 				cfg.Scenario, cfg.Accel, cfg.Params = p.s, o.accel, p.params
 				cfg.OutDir = filepath.Join(o.out, fmt.Sprintf("%s-%s", stamp, strings.NewReplacer("@", "-", "#", "-").Replace(name)))
 				jobs = append(jobs, runner.Job{Name: name, Group: group, Estimate: p.s.Estimate(), Cfg: cfg})
@@ -233,6 +246,24 @@ func printVerdict(w io.Writer, r *results.Result, dir string) {
 			shown[a.Reason()] = true
 		}
 		fmt.Fprintf(w, "  %s %-45s %s (want %s)\n", mark, a.Name, a.Measured, a.Bound)
+	}
+	for _, k := range r.Kselftests {
+		mark := k.Status
+		if k.Failed() {
+			mark = strings.ToUpper(mark)
+			shown[k.ReasonLine()] = true
+		}
+		line := fmt.Sprintf("  %-7s %-40s %7.1fs", mark, k.Name, k.Seconds)
+		if len(k.Subtests) > 0 {
+			line += "  subtests: " + results.SubtestSummary(k.Subtests)
+		}
+		if k.Reason != "" {
+			line += "  # " + k.Reason
+		}
+		fmt.Fprintln(w, line)
+	}
+	if len(r.Kselftests) > 0 {
+		fmt.Fprintf(w, "  kselftests: %s\n", results.KselftestSummary(r.Kselftests))
 	}
 	for _, l := range r.Loads {
 		fmt.Fprintf(w, "  load %-12s sent %d, received %d, longest gap %d ms", l.Name, l.Sent, l.Received, l.MaxGapMs)

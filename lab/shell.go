@@ -17,6 +17,7 @@ type shellOptions struct {
 	params []string
 	out    string
 	accel  string
+	image  string
 }
 
 // shellScenario is the topology-less machine lab shell boots without a scenario.
@@ -30,7 +31,11 @@ func newShellCmd(g *globalOptions) *cobra.Command {
 		Long: `Boots the kernel with u-root's shell and core tools (ls, cat, ip, ps, dmesg, mount, grep, ping, ...)
 next to the agent; with a scenario its machine, NICs, veths and namespaces are set up first (the
 timeline is not run). The serial console is your terminal: Ctrl-C goes to the guest. Leave with
-"echo o > /proc/sysrq-trigger" (power off). The console is saved in a run folder as usual.`,
+"echo o > /proc/sysrq-trigger" (power off). The console is saved in a run folder as usual.
+
+--image debian boots the Debian image instead (bash, iproute2, ethtool, python3, socat, tcpdump...);
+a scenario with kselftest steps gets it with that kernel's selftests under /kselftest, built with the
+collections' config merged into the kernel, as lab kselftest does.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -47,16 +52,32 @@ timeline is not run). The serial console is your terminal: Ctrl-C goes to the gu
 			if err != nil {
 				return err
 			}
-			k, spec, err := buildKernel(ctx, g, o.kernel, 0, progressWriter(cmd.ErrOrStderr(), false))
+			var cfg runner.Config
+			switch o.image {
+			case "debian":
+				s.Machine.Image = scenarios.ImageDebian
+				s.Machine.MemoryMB = max(s.Machine.MemoryMB, debianMemoryMB)
+				cfg, err = newGuests(g, 0, cmd.ErrOrStderr()).config(ctx, o.kernel, s)
+			case "shell":
+				if s.NeedsDebian() {
+					return fmt.Errorf("%s needs the Debian image: add --image debian", s.Name)
+				}
+				k, spec, berr := buildKernel(ctx, g, o.kernel, 0, progressWriter(cmd.ErrOrStderr(), false))
+				if berr != nil {
+					return berr
+				}
+				img, ierr := images.BuildShell(ctx, images.Options{CacheDir: g.cache()})
+				if ierr != nil {
+					return ierr
+				}
+				cfg = guestConfig(o.kernel, spec, k, img)
+			default:
+				return fmt.Errorf("--image %q: want shell or debian", o.image)
+			}
 			if err != nil {
 				return err
 			}
-			img, err := images.BuildShell(ctx, images.Options{CacheDir: g.cache()})
-			if err != nil {
-				return err
-			}
-			dir := filepath.Join(o.out, fmt.Sprintf("%s-shell-%s", time.Now().Format("20060102-150405"), spec.Name))
-			cfg := guestConfig(o.kernel, spec, k, img)
+			dir := filepath.Join(o.out, fmt.Sprintf("%s-shell-%s", time.Now().Format("20060102-150405"), cfg.Kernel.Spec))
 			cfg.Scenario, cfg.OutDir, cfg.Accel, cfg.Params, cfg.Shell = s, dir, o.accel, params, true
 			cfg.Logf = func(f string, a ...any) { fmt.Fprintf(cmd.ErrOrStderr(), "  "+f+"\n", a...) }
 			res := runner.Run(ctx, cfg)
@@ -68,5 +89,6 @@ timeline is not run). The serial console is your terminal: Ctrl-C goes to the gu
 	cmd.Flags().StringArrayVarP(&o.params, "param", "p", nil, "scenario parameter name=value")
 	cmd.Flags().StringVarP(&o.out, "out", "o", "results/runs", "folder for the run folder")
 	cmd.Flags().StringVar(&o.accel, "accel", "", "kvm or tcg")
+	cmd.Flags().StringVar(&o.image, "image", "shell", "guest userspace: shell (u-root tools) or debian")
 	return cmd
 }

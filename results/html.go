@@ -207,7 +207,7 @@ var repFuncs = template.FuncMap{
 	"num":      cmpFmt,
 	"secs":     func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) + "s" },
 	"ksummary": KselftestSummary,
-	"ksubs":    subtestSummary,
+	"ksubs":    SubtestSummary,
 	"join":     strings.Join,
 	"inc":      func(i int) int { return i + 1 },
 	"short": func(s string) string {

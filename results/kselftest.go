@@ -189,8 +189,8 @@ func (k Kselftest) ReasonLine() string {
 	return s
 }
 
-// subtestSummary counts subtests by status, e.g. "12 pass, 1 skip".
-func subtestSummary(cs []KTAPCase) string {
+// SubtestSummary counts subtests by status, e.g. "12 pass, 1 skip".
+func SubtestSummary(cs []KTAPCase) string {
 	ks := make([]Kselftest, len(cs))
 	for i, c := range cs {
 		ks[i].Status = c.Status

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -46,8 +47,10 @@ func (t *timeline) kselftest(ctx context.Context, st *scenarios.Step, name strin
 	switch {
 	case err != nil && strings.Contains(err.Error(), "no such program"):
 		k.Status, k.Reason = results.KError, "the guest image has no kselftests (boot the Debian image: lab kselftest, or a scenario with kselftest steps run by lab run)"
+	case err != nil && strings.Contains(err.Error(), "killed after"):
+		k.Status, k.Reason = results.KTimeout, fmt.Sprintf("killed by the lab after %v (timeout %v + %v)", x.Timeout, t.kselftestTimeout(name), kselftestSlack/2)
 	case err != nil && k.Status == results.KError:
-		k.Status, k.Reason = results.KTimeout, err.Error()
+		k.Reason = err.Error()
 	}
 	k.Step, k.Seconds = st.Name, time.Since(start).Seconds()
 	t.logf("kselftest %s: %s %s (%.1fs)", name, k.Status, k.Reason, k.Seconds)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"napilab/images/wire"
@@ -25,6 +26,13 @@ func main() {
 		if err := mountAll(); err != nil {
 			logf("mount: %v", err)
 		}
+		// As any init would: loopback up (selftests bind 127.0.0.1 and ::1), a hostname.
+		if lo, err := netlink.LinkByName("lo"); err == nil {
+			if err := netlink.LinkSetUp(lo); err != nil {
+				logf("lo up: %v", err)
+			}
+		}
+		unix.Sethostname([]byte("napilab"))
 	}
 	port, err := openPort()
 	if err != nil {
