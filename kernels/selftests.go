@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,9 @@ type Selftests struct {
 	// NotBuilt maps a program that failed to compile on the host to its first
 	// error line; it is installed as a stub that exits with KSFT_SKIP (4).
 	NotBuilt map[string]string `json:"not_built,omitempty"`
+	// Added lists helper files the lab installed because an installed test
+	// sources them but the collection's Makefile does not install them.
+	Added []string `json:"added,omitempty"`
 	// Seconds is the build's wall time.
 	Seconds float64 `json:"build_seconds"`
 	// Cached says the tree came from the cache.
@@ -37,7 +41,7 @@ type Selftests struct {
 }
 
 // selftestsVersion versions the build recipe (it names the cache dir).
-const selftestsVersion = 2
+const selftestsVersion = 3
 
 // selftestsFile records a Selftests beside its install dir.
 const selftestsFile = "selftests.json"
@@ -124,9 +128,12 @@ func BuildSelftests(ctx context.Context, spec *Spec, art *Artifact, opts Options
 		jobs = 2
 	}
 	sb := &selftestBuild{src: src, out: filepath.Join(tmp, "build"), install: filepath.Join(tmp, "install"),
-		targets: strings.Join(spec.Config.Selftests, " "), jobs: jobs, log: log, logPath: logPath}
+		targets: strings.Join(selftestTargets(src, spec.Config.Selftests), " "), jobs: jobs, log: log, logPath: logPath}
 	s := &Selftests{Collections: spec.Config.Selftests}
 	if s.NotBuilt, err = sb.run(ctx); err != nil {
+		return nil, err
+	}
+	if s.Added, err = sb.addSourced(); err != nil {
 		return nil, err
 	}
 	list, err := os.ReadFile(filepath.Join(sb.install, "kselftest-list.txt"))
@@ -164,6 +171,59 @@ func loadSelftests(dir string) (*Selftests, error) {
 	}
 	s.Dir = dir
 	return &s, nil
+}
+
+// helperTargets are collections whose scripts others source (6.1's
+// altnames.sh sources forwarding/lib.sh): built and installed along, their
+// config fragments not merged.
+var helperTargets = map[string][]string{"net": {"net/forwarding"}}
+
+// selftestTargets is the TARGETS list: the collections and their helpers
+// that exist in src.
+func selftestTargets(src string, colls []string) []string {
+	out := slices.Clone(colls)
+	for _, c := range colls {
+		for _, h := range helperTargets[c] {
+			if _, err := os.Stat(filepath.Join(src, "tools", "testing", "selftests", h, "Makefile")); err == nil && !slices.Contains(out, h) {
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}
+
+var sourcedRe = regexp.MustCompile(`(?m)^\s*(?:source|\.)\s+(?:\./|"?\$\(dirname "?\$0"?\)"?/)?([A-Za-z0-9_.-]+\.sh)"?\s*$`)
+
+// addSourced copies the helper scripts installed tests source from their
+// own folder but the collection's Makefile left out (6.1's udpgro.sh sources
+// net_helper.sh, which 6.1's net/Makefile does not install).
+func (sb *selftestBuild) addSourced() ([]string, error) {
+	var added []string
+	for _, t := range strings.Fields(sb.targets) {
+		dir := filepath.Join(sb.install, t)
+		scripts, _ := filepath.Glob(filepath.Join(dir, "*.sh"))
+		for _, script := range scripts {
+			data, err := os.ReadFile(script)
+			if err != nil {
+				return nil, err
+			}
+			for _, m := range sourcedRe.FindAllSubmatch(data, -1) {
+				name := string(m[1])
+				if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+					continue
+				}
+				body, err := os.ReadFile(filepath.Join(sb.src, "tools", "testing", "selftests", t, name))
+				if err != nil {
+					continue
+				}
+				if err := os.WriteFile(filepath.Join(dir, name), body, 0o755); err != nil {
+					return nil, err
+				}
+				added = append(added, fmt.Sprintf("%s/%s (sourced by %s)", t, name, filepath.Base(script)))
+			}
+		}
+	}
+	return added, nil
 }
 
 // selftestBuild is one run of the kselftest make targets.

@@ -88,3 +88,21 @@ func TestSelftestFragments(t *testing.T) {
 		t.Errorf("missing collection: %v", err)
 	}
 }
+
+func TestAddSourced(t *testing.T) {
+	src, install := t.TempDir(), t.TempDir()
+	sdir := filepath.Join(src, "tools", "testing", "selftests", "net")
+	os.MkdirAll(sdir, 0o755)
+	os.MkdirAll(filepath.Join(install, "net"), 0o755)
+	os.WriteFile(filepath.Join(sdir, "net_helper.sh"), []byte("wait_local_port_listen() { :; }\n"), 0o644)
+	os.WriteFile(filepath.Join(install, "net", "udpgro.sh"), []byte("#!/bin/bash\nsource net_helper.sh\n. ./lib.sh\n"), 0o755)
+	os.WriteFile(filepath.Join(install, "net", "lib.sh"), []byte(":\n"), 0o644)
+	sb := &selftestBuild{src: src, install: install, targets: "net"}
+	added, err := sb.addSourced()
+	if err != nil || len(added) != 1 || added[0] != "net/net_helper.sh (sourced by udpgro.sh)" {
+		t.Fatalf("addSourced = %q, %v", added, err)
+	}
+	if _, err := os.Stat(filepath.Join(install, "net", "net_helper.sh")); err != nil {
+		t.Errorf("net_helper.sh not installed: %v", err)
+	}
+}

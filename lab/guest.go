@@ -78,10 +78,13 @@ func (gs *guests) configFor(ctx context.Context, kpath string, debian bool, coll
 			}
 			fmt.Fprintf(gs.log, "kselftests %s of %s: %s in %.1fs, %d tests", strings.Join(colls, ","), spec.Name,
 				cachedWord(st.Cached), time.Since(start).Seconds(), len(st.Tests))
-			if n := len(st.NotBuilt); n > 0 {
-				fmt.Fprintf(gs.log, ", %d programs did not compile and will skip", n)
-			}
 			fmt.Fprintln(gs.log)
+			for prog, why := range st.NotBuilt {
+				fmt.Fprintf(gs.log, "  %s did not compile on this host and will skip: %s\n", prog, why)
+			}
+			for _, a := range st.Added {
+				fmt.Fprintf(gs.log, "  installed %s: the collection's Makefile leaves it out\n", a)
+			}
 			trees = append(trees, images.Tree{Dir: st.Dir, Prefix: strings.TrimPrefix(runner.KselftestDir, "/")})
 		}
 		mods, cleanup, err := images.BuiltinModules(ctx, kern.Dir)

@@ -112,6 +112,14 @@ func mountAll() error {
 			logf("mount %s: %v", m.dst, err)
 		}
 	}
+	// What udev would add to devtmpfs; shells open /dev/stdout and /dev/fd/N
+	// (the kselftest runner writes a test's output to /dev/stdout).
+	for name, target := range map[string]string{"/dev/fd": "/proc/self/fd", "/dev/stdin": "/proc/self/fd/0",
+		"/dev/stdout": "/proc/self/fd/1", "/dev/stderr": "/proc/self/fd/2"} {
+		if err := os.Symlink(target, name); err != nil && !os.IsExist(err) {
+			logf("symlink %s: %v", name, err)
+		}
+	}
 	return nil
 }
 
