@@ -388,3 +388,25 @@ func BuiltinModules(ctx context.Context, kernelDir string) (string, func(), erro
 	}
 	return filepath.Join(tmp, "lib", "modules"), cleanup, nil
 }
+
+// KselftestDir is where the Debian image holds the installed kselftests.
+const KselftestDir = "kselftest"
+
+// BuildGuestImage is the Debian image for a kernel: BuildDebianImage with
+// the kernel's built-in module index (kernelDir, a kernels artifact dir) and,
+// when selftestsDir is set, the installed kselftests under /kselftest.
+func BuildGuestImage(ctx context.Context, opts Options, d Debian, kernelDir, selftestsDir string) (*Image, *Rootfs, error) {
+	var trees []Tree
+	if selftestsDir != "" {
+		trees = append(trees, Tree{Dir: selftestsDir, Prefix: KselftestDir})
+	}
+	mods, cleanup, err := BuiltinModules(ctx, kernelDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cleanup()
+	if mods != "" {
+		trees = append(trees, Tree{Dir: mods, Prefix: "usr/lib/modules"})
+	}
+	return BuildDebianImage(ctx, opts, d, trees)
+}

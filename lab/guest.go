@@ -68,8 +68,8 @@ func (gs *guests) configFor(ctx context.Context, kpath string, debian bool, coll
 		}
 		cfg = guestConfig(kpath, spec, kern, gs.agent)
 	} else {
-		var trees []images.Tree
 		var st *kernels.Selftests
+		stDir := ""
 		if len(colls) > 0 {
 			start := time.Now()
 			st, err = kernels.BuildSelftests(ctx, spec, kern, kernels.Options{CacheDir: gs.g.cache(), Jobs: gs.makeJobs})
@@ -85,18 +85,10 @@ func (gs *guests) configFor(ctx context.Context, kpath string, debian bool, coll
 			for _, a := range st.Added {
 				fmt.Fprintf(gs.log, "  installed %s: the collection's Makefile leaves it out\n", a)
 			}
-			trees = append(trees, images.Tree{Dir: st.Dir, Prefix: strings.TrimPrefix(runner.KselftestDir, "/")})
-		}
-		mods, cleanup, err := images.BuiltinModules(ctx, kern.Dir)
-		if err != nil {
-			return runner.Config{}, err
-		}
-		defer cleanup()
-		if mods != "" {
-			trees = append(trees, images.Tree{Dir: mods, Prefix: "usr/lib/modules"})
+			stDir = st.Dir
 		}
 		start := time.Now()
-		img, rootfs, err := images.BuildDebianImage(ctx, images.Options{CacheDir: gs.g.cache()}, images.DefaultDebian(), trees)
+		img, rootfs, err := images.BuildGuestImage(ctx, images.Options{CacheDir: gs.g.cache()}, images.DefaultDebian(), kern.Dir, stDir)
 		if err != nil {
 			return runner.Config{}, err
 		}

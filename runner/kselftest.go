@@ -6,16 +6,15 @@ import (
 	"strings"
 	"time"
 
+	"napilab/images"
 	"napilab/images/wire"
 	"napilab/results"
 	"napilab/scenarios"
 )
 
 const (
-	// KselftestDir is where the Debian image holds the installed kselftests.
-	KselftestDir = "/kselftest"
-	// kselftestSlack is added to a test's own timeout for the runner's
-	// start and the report to come back.
+	// kselftestSlack is added to a test's timeout for the step deadline:
+	// only a guest that cannot even report a killed test is hung.
 	kselftestSlack = 60 * time.Second
 	// defaultKselftestTimeout is the kselftest runner's own default.
 	defaultKselftestTimeout = 45 * time.Second
@@ -35,8 +34,12 @@ func (t *timeline) kselftestTimeout(name string) time.Duration {
 // error: the timeline goes on to the next test.
 func (t *timeline) kselftest(ctx context.Context, st *scenarios.Step, name string) error {
 	start := time.Now()
-	x := wire.Exec{Argv: []string{KselftestDir + "/run_kselftest.sh", "-t", name}, Dir: KselftestDir,
-		Timeout: t.kselftestTimeout(name) + kselftestSlack/2}
+	dir := "/" + images.KselftestDir
+	timeout := t.kselftestTimeout(name)
+	// The kselftest runner kills the test at its timeout and reports it; the
+	// agent kills the runner a little later (or first, when the lab's
+	// timeout is shorter than the collection's).
+	x := wire.Exec{Argv: []string{dir + "/run_kselftest.sh", "-t", name}, Dir: dir, Timeout: timeout + timeout/10 + 5*time.Second}
 	t.logf("kselftest %s (timeout %v)", name, t.kselftestTimeout(name))
 	var res wire.ExecResult
 	err := t.ctl.call(ctx, wire.OpExec, x, &res)
@@ -48,7 +51,7 @@ func (t *timeline) kselftest(ctx context.Context, st *scenarios.Step, name strin
 	case err != nil && strings.Contains(err.Error(), "no such program"):
 		k.Status, k.Reason = results.KError, "the guest image has no kselftests (boot the Debian image: lab kselftest, or a scenario with kselftest steps run by lab run)"
 	case err != nil && strings.Contains(err.Error(), "killed after"):
-		k.Status, k.Reason = results.KTimeout, fmt.Sprintf("killed by the lab after %v (timeout %v + %v)", x.Timeout, t.kselftestTimeout(name), kselftestSlack/2)
+		k.Status, k.Reason = results.KTimeout, fmt.Sprintf("killed by the lab after %v (timeout %v)", x.Timeout, timeout)
 	case err != nil && k.Status == results.KError:
 		k.Reason = err.Error()
 	}
