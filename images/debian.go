@@ -35,11 +35,12 @@ type Debian struct {
 }
 
 // KselftestPackages are what the net selftests run (bash scripts around
-// iproute2, ethtool, socat, python3...) plus the shared libraries of the
+// iproute2, ethtool, socat, python3, mausezahn from netsniff-ng for the
+// forwarding library...) plus the shared libraries of the
 // selftest binaries built on the host.
 var KselftestPackages = []string{
 	"bash", "bc", "bridge-utils", "ethtool", "iproute2", "iptables", "iputils-ping", "jq", "kmod",
-	"ncat", "netcat-openbsd", "nftables", "procps", "psmisc", "python3", "socat", "tcpdump",
+	"ncat", "netcat-openbsd", "netsniff-ng", "nftables", "procps", "psmisc", "python3", "socat", "tcpdump",
 	"traceroute", "libnuma1", "libcap2", "libssl3", "libmnl0",
 }
 

@@ -41,7 +41,7 @@ type Selftests struct {
 }
 
 // selftestsVersion versions the build recipe (it names the cache dir).
-const selftestsVersion = 4
+const selftestsVersion = 5
 
 // selftestsFile records a Selftests beside its install dir.
 const selftestsFile = "selftests.json"
@@ -74,9 +74,8 @@ func (s *Selftests) Has(name string) bool {
 
 // BuildSelftests builds and installs the kselftests of spec's
 // Config.Selftests collections from the kernel's (patched) source, with the
-// uapi headers of that source, into the cache. The source is mounted
-// read-only in a private mount namespace while make runs, so the shared tree
-// stays pristine. Programs that do not compile on the host (a stable
+// uapi headers of that source, into the cache. make runs on an overlay of the
+// source in a private mount namespace, so the shared tree stays pristine. Programs that do not compile on the host (a stable
 // backport can break one) are replaced by stubs that skip with the error.
 func BuildSelftests(ctx context.Context, spec *Spec, art *Artifact, opts Options) (*Selftests, error) {
 	if len(spec.Config.Selftests) == 0 {
@@ -91,7 +90,7 @@ func BuildSelftests(ctx context.Context, spec *Spec, art *Artifact, opts Options
 		s.Cached = true
 		return s, nil
 	}
-	if err := checkTools("make", "gcc", "unshare", "mount"); err != nil {
+	if err := checkTools("make", "gcc", "unshare", "mount", "rsync"); err != nil {
 		return nil, err
 	}
 	src, err := Source(ctx, spec, opts)
@@ -127,7 +126,7 @@ func BuildSelftests(ctx context.Context, spec *Spec, art *Artifact, opts Options
 	if jobs <= 0 {
 		jobs = 2
 	}
-	sb := &selftestBuild{src: src, out: filepath.Join(tmp, "build"), install: filepath.Join(tmp, "install"),
+	sb := &selftestBuild{src: src, out: filepath.Join(tmp, "build"), install: filepath.Join(tmp, "install"), overlay: filepath.Join(tmp, "overlay"),
 		targets: strings.Join(selftestTargets(src, spec.Config.Selftests), " "), jobs: jobs, log: log, logPath: logPath}
 	s := &Selftests{Collections: spec.Config.Selftests}
 	if s.NotBuilt, err = sb.run(ctx); err != nil {
@@ -237,6 +236,7 @@ func (sb *selftestBuild) addSourced() ([]string, error) {
 // selftestBuild is one run of the kselftest make targets.
 type selftestBuild struct {
 	src, out, install string
+	overlay           string // upper and work dirs of the overlay over src
 	targets           string
 	jobs              int
 	log               io.Writer
@@ -342,17 +342,25 @@ func (sb *selftestBuild) xdpDummy(ctx context.Context) error {
 	return nil
 }
 
-// make runs make with the source tree mounted read-only, logging to sb.log,
-// and returns its output.
+// make runs make with an overlay over the source tree (in a private mount
+// namespace), logging to sb.log, and returns its output. Some selftest
+// Makefiles build in the source (6.12's ynl under tools/net/ynl): their
+// writes land in the overlay's upper dir, and the shared tree stays pristine.
 func (sb *selftestBuild) make(ctx context.Context, args ...string) ([]byte, error) {
-	script := `mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" && shift && exec make "$@"`
-	argv := append([]string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", sb.src}, args...)
+	upper, work := filepath.Join(sb.overlay, "upper"), filepath.Join(sb.overlay, "work")
+	for _, d := range []string{upper, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	script := `mount -t overlay overlay -o "lowerdir=$1,upperdir=$2,workdir=$3" "$1" && shift 3 && exec make "$@"`
+	argv := append([]string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", sb.src, upper, work}, args...)
 	fmt.Fprintf(sb.log, "$ make %s\n", strings.Join(args, " "))
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdout = io.MultiWriter(&out, sb.log)
 	cmd.Stderr = cmd.Stdout
-	cmd.Dir = sb.src
+	cmd.Dir = "/"
 	err := cmd.Run()
 	return out.Bytes(), err
 }
