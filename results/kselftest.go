@@ -149,7 +149,24 @@ func KselftestFromOutput(name, output string) Kselftest {
 	}
 	k.Status, k.Reason, k.Subtests = top.Status, top.Directive, top.Subtests
 	k.Output = strings.Join(inner(top.Output), "\n")
+	if k.Status == KSkip && strings.EqualFold(strings.TrimSpace(k.Reason), "SKIP") {
+		// The runner says only "# SKIP" when a test exits 4: the test's
+		// last words say why.
+		if why := lastLine(k.Output); why != "" && why != "selftests: "+strings.Replace(name, ":", ": ", 1) {
+			k.Reason = "SKIP: " + strings.TrimPrefix(strings.TrimPrefix(why, "SKIP: "), "SKIP ")
+		}
+	}
 	return k
+}
+
+// lastLine is the last non-blank line of s, at most 200 bytes.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n \t"), "\n")
+	l := strings.TrimSpace(lines[len(lines)-1])
+	if len(l) > 200 {
+		l = l[:200] + "…"
+	}
+	return l
 }
 
 // kselftestName turns the runner's "selftests: net: veth.sh" into "net:veth.sh".

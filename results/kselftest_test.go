@@ -37,7 +37,9 @@ ok 1 selftests: net: reuseport_bpf
 not ok 1 selftests: net: tls # exit=1
 `},
 		{name: "net:fib_tests.sh", status: KTimeout, reason: "TIMEOUT 1500 seconds", out: "# selftests: net: fib_tests.sh\n# Single path route test\nnot ok 1 selftests: net: fib_tests.sh # TIMEOUT 1500 seconds\n"},
-		{name: "net:udpgro.sh", status: KSkip, reason: "SKIP", out: "# selftests: net: udpgro.sh\n# Missing xdp_dummy.o\nok 1 selftests: net: udpgro.sh # SKIP\n"},
+		{name: "net:udpgro.sh", status: KSkip, reason: "SKIP: Missing xdp_dummy.o", out: "# selftests: net: udpgro.sh\n# Missing xdp_dummy.o\nok 1 selftests: net: udpgro.sh # SKIP\n"},
+		{name: "net:altnames.sh", status: KSkip, reason: "SKIP: mausezahn not installed", out: "# selftests: net: altnames.sh\n# SKIP: mausezahn not installed\nok 1 selftests: net: altnames.sh # SKIP\n"},
+		{name: "net:x.sh", status: KSkip, reason: "SKIP", out: "# selftests: net: x.sh\nok 1 selftests: net: x.sh # SKIP\n"},
 		{name: "net:veth.sh", status: KError, reason: "the kselftest runner printed no result line for net:veth.sh", out: "bash: ./run_kselftest.sh: No such file\n"},
 	} {
 		k := KselftestFromOutput(tc.name, tc.out)

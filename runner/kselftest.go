@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -47,6 +49,13 @@ func (t *timeline) kselftest(ctx context.Context, st *scenarios.Step, name strin
 		return ctx.Err() // the step deadline or an interrupt: a hang, not a test result
 	}
 	k := results.KselftestFromOutput(name, res.Output)
+	if t.outDir != "" {
+		// The runner's own output, KTAP and all, for people and parsers.
+		dir := filepath.Join(t.outDir, "kselftests")
+		if err := os.MkdirAll(dir, 0o755); err == nil {
+			os.WriteFile(filepath.Join(dir, strings.ReplaceAll(name, "/", "_")+".log"), []byte(res.Output), 0o644)
+		}
+	}
 	switch {
 	case err != nil && strings.Contains(err.Error(), "no such program"):
 		k.Status, k.Reason = results.KError, "the guest image has no kselftests (boot the Debian image: lab kselftest, or a scenario with kselftest steps run by lab run)"

@@ -58,6 +58,7 @@ type timeline struct {
 	rng     *rand.Rand // jitter, seeded from the scenario (guarded by mu)
 
 	ksTimeouts map[string]time.Duration // per-test timeout by kselftest collection
+	outDir     string                   // the run folder: kselftests/<test>.log
 	kselftests []results.Kselftest      // guarded by mu
 }
 

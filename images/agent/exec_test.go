@@ -115,12 +115,15 @@ func TestExec(t *testing.T) {
 
 func TestExecTruncates(t *testing.T) {
 	needSh(t)
-	got, err := newAgent().exec(wire.Exec{Argv: []string{"/bin/sh", "-c", "head -c 100000 /dev/zero"}})
+	// The verdict of a test is on its last line: the tail is kept.
+	got, err := newAgent().exec(wire.Exec{Argv: []string{"/bin/sh", "-c", "head -c 400000 /dev/zero; echo; echo last line"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ExitCode != 0 || len(got.Output) != execOutputMax {
-		t.Errorf("exit %d, %d bytes of output; want 0, %d", got.ExitCode, len(got.Output), execOutputMax)
+	dropped := 400000 + len("\nlast line\n") - execOutputMax
+	if got.ExitCode != 0 || !strings.HasSuffix(got.Output, "\nlast line\n") ||
+		!strings.Contains(got.Output, fmt.Sprintf("[napilab: %d bytes of output dropped]", dropped)) {
+		t.Errorf("exit %d, %d bytes of output ending %q; want 0, the last line and %d dropped", got.ExitCode, len(got.Output), got.Output[len(got.Output)-30:], dropped)
 	}
 }
 

@@ -1,0 +1,85 @@
+package images
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/u-root/u-root/pkg/cpio"
+)
+
+// TestWriteTree archives a tree the way the Debian rootfs is archived:
+// directories, files with modes, symlinks and hard links kept; /dev left
+// with only the console.
+func TestWriteTree(t *testing.T) {
+	tree := t.TempDir()
+	os.MkdirAll(filepath.Join(tree, "usr", "bin"), 0o755)
+	os.MkdirAll(filepath.Join(tree, "dev", "pts"), 0o755)
+	os.WriteFile(filepath.Join(tree, "usr", "bin", "bash"), []byte("#!bash"), 0o755)
+	os.Link(filepath.Join(tree, "usr", "bin", "bash"), filepath.Join(tree, "usr", "bin", "rbash"))
+	os.Symlink("usr/bin", filepath.Join(tree, "bin"))
+	var buf bytes.Buffer
+	n, err := writeTree(&buf, tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := cpio.ReadAllRecords(cpio.Newc.Reader(bytes.NewReader(buf.Bytes())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	byName := map[string]cpio.Record{}
+	for _, r := range recs {
+		names = append(names, r.Name)
+		byName[r.Name] = r
+	}
+	want := []string{"bin", "dev", "dev/console", "dev/pts", "usr", "usr/bin", "usr/bin/bash", "usr/bin/rbash"}
+	if !slices.Equal(names, want) || n != len(want) {
+		t.Fatalf("entries %q (n=%d), want %q", names, n, want)
+	}
+	bash, rbash := byName["usr/bin/bash"], byName["usr/bin/rbash"]
+	if bash.Mode&0o777 != 0o755 || bash.MTime != 0 || bash.FileSize != 6 {
+		t.Errorf("bash: mode %o mtime %d size %d", bash.Mode, bash.MTime, bash.FileSize)
+	}
+	if rbash.Ino != bash.Ino || rbash.NLink < 2 || rbash.FileSize != 0 {
+		t.Errorf("rbash should be a hard link to bash (ino %d/%d, nlink %d, size %d)", rbash.Ino, bash.Ino, rbash.NLink, rbash.FileSize)
+	}
+	if byName["bin"].Mode&cpio.S_IFLNK != cpio.S_IFLNK {
+		t.Errorf("bin is not a symlink: %o", byName["bin"].Mode)
+	}
+}
+
+func TestDebianKey(t *testing.T) {
+	a := Debian{Suite: "bookworm", Mirror: "http://a", Packages: []string{"bash", "iproute2"}}
+	b := Debian{Suite: "bookworm", Mirror: "http://b", Packages: []string{"iproute2", "bash", "bash"}}
+	if a.key() != b.key() {
+		t.Error("the key must not depend on the mirror or the package order")
+	}
+	c := a
+	c.Packages = append(c.Packages, "ethtool")
+	if a.key() == c.key() {
+		t.Error("another package set must give another key")
+	}
+}
+
+func TestPruneComposed(t *testing.T) {
+	dir := t.TempDir()
+	for i, name := range []string{"debian-img-a.cpio", "debian-img-b.cpio", "debian-img-c.cpio", "debian-bookworm-x.cpio"} {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, nil, 0o644)
+		tm := time.Unix(int64(1000+i), 0)
+		os.Chtimes(p, tm, tm)
+	}
+	pruneComposed(dir, 2)
+	left, _ := filepath.Glob(filepath.Join(dir, "*.cpio"))
+	var names []string
+	for _, l := range left {
+		names = append(names, filepath.Base(l))
+	}
+	if want := []string{"debian-bookworm-x.cpio", "debian-img-b.cpio", "debian-img-c.cpio"}; !slices.Equal(names, want) {
+		t.Errorf("left %q, want %q (the rootfs archive is never pruned)", names, want)
+	}
+}
