@@ -7,6 +7,9 @@ GO ?= go
 LAB := bin/lab
 KERNELS ?= kernels/stock-6.1.yaml kernels/stock-6.12.yaml kernels/ksoftirqd-6.12.yaml
 SCENARIOS ?= $(wildcard scenarios/*.yaml)
+# lab kselftest's default net set runs on these (the Debian image, the kernels'
+# kselftest flavours).
+KSELFTEST_KERNELS ?= kernels/stock-6.1.yaml kernels/stock-6.12.yaml
 
 # Host packages: QEMU, the kernel source, the kernel build dependencies, ccache,
 # chromium (headless: the report screenshot test); for lab kselftest: debootstrap
@@ -33,10 +36,13 @@ lab:
 	$(GO) build -o $(LAB) ./lab
 
 # test-kernel builds the kernels (cached), boots each and runs every shipped
-# scenario on it; the exit code is the worst verdict (0 PASS, 1 FAIL, 2 ERROR).
+# scenario on it, then the default upstream net selftests; the exit code is
+# the worst verdict (0 PASS, 1 FAIL, 2 ERROR).
 test-kernel: deps lab
-	@$(LAB) run $(SCENARIOS) $(addprefix --kernel ,$(KERNELS)); code=$$?; \
-	echo "lab run exit code $$code (0 PASS, 1 FAIL, 2 ERROR; make itself reports any failure as 2)"; exit $$code
+	@$(LAB) run $(SCENARIOS) $(addprefix --kernel ,$(KERNELS)); rcode=$$?; \
+	$(LAB) kselftest -q $(addprefix --kernel ,$(KSELFTEST_KERNELS)); kcode=$$?; \
+	code=$$(( rcode > kcode ? rcode : kcode )); \
+	echo "lab exit code $$code (run $$rcode, kselftest $$kcode; 0 PASS, 1 FAIL, 2 ERROR; make itself reports any failure as 2)"; exit $$code
 
 # test runs unit tests and the integration tests that boot the real kernel.
 test: deps

@@ -62,6 +62,10 @@ func bisect(cmd *cobra.Command, g *globalOptions, o *bisectOptions, file string)
 	if err != nil {
 		return err
 	}
+	if s.NeedsDebian() {
+		// Each bisect step would rebuild a kselftest flavour from scratch.
+		return fmt.Errorf("%s needs the Debian image (kselftest steps): lab bisect runs agent-only scenarios; bisect with lab run -k on kselftest-flavoured specs by hand", s.Name)
+	}
 	base, err := kernels.LoadSpec(o.kernel)
 	if err != nil {
 		return err

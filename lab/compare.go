@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"napilab/images"
 	"napilab/results"
 	"napilab/runner"
 	"napilab/scenarios"
@@ -58,7 +57,7 @@ The table is also written as compare.json and compare.md in the comparison folde
 }
 
 // side resolves one arm: its kernel, scenario and run configuration.
-func side(cmd *cobra.Command, g *globalOptions, kernel string, file string, common, own []string, img *images.Image, accel, tag string) (runner.Arm, error) {
+func side(cmd *cobra.Command, gs *guests, kernel string, file string, common, own []string, accel, tag string) (runner.Arm, error) {
 	params, err := parseParams(append(append([]string{}, common...), own...))
 	if err != nil {
 		return runner.Arm{}, err
@@ -67,15 +66,14 @@ func side(cmd *cobra.Command, g *globalOptions, kernel string, file string, comm
 	if err != nil {
 		return runner.Arm{}, err
 	}
-	k, spec, err := buildKernel(cmd.Context(), g, kernel, 0, progressWriter(cmd.ErrOrStderr(), false))
+	cfg, err := gs.config(cmd.Context(), kernel, s)
 	if err != nil {
 		return runner.Arm{}, err
 	}
-	label := spec.Name
+	label := cfg.Kernel.Spec
 	if len(own) > 0 {
 		label += " " + strings.Join(own, " ")
 	}
-	cfg := guestConfig(kernel, spec, k, img)
 	cfg.Scenario, cfg.Accel, cfg.Params = s, accel, params
 	return runner.Arm{Label: label, Tag: tag, Cfg: cfg}, nil
 }
@@ -90,19 +88,18 @@ func compare(cmd *cobra.Command, g *globalOptions, o *compareOptions, file strin
 	if o.kernels[0] == o.kernels[1] && len(o.aParams)+len(o.bParams) == 0 {
 		return fmt.Errorf("both sides are the same: give two kernels or --a-param/--b-param")
 	}
-	img, err := images.Build(cmd.Context(), images.Options{CacheDir: g.cache()})
-	if err != nil {
-		return err
-	}
+	gs := newGuests(g, 0, cmd.ErrOrStderr())
 	var arms [2]runner.Arm
 	for i, tag := range []string{"a", "b"} {
 		own := o.aParams
 		if tag == "b" {
 			own = o.bParams
 		}
-		if arms[i], err = side(cmd, g, o.kernels[i], file, o.params, own, img, o.accel, tag); err != nil {
+		arm, err := side(cmd, gs, o.kernels[i], file, o.params, own, o.accel, tag)
+		if err != nil {
 			return err
 		}
+		arms[i] = arm
 	}
 	if arms[0].Label == arms[1].Label {
 		arms[1].Label += " (B)"

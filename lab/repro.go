@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"napilab/images"
 	"napilab/results"
 	"napilab/runner"
 	"napilab/scenarios"
@@ -62,22 +61,17 @@ func repro(cmd *cobra.Command, g *globalOptions, o *reproOptions, dir string) er
 	if err != nil {
 		return err
 	}
-	k, spec, err := buildKernel(ctx, g, rp.KernelSpec, 0, progressWriter(cmd.ErrOrStderr(), false))
+	cfg, err := newGuests(g, 0, cmd.ErrOrStderr()).config(ctx, rp.KernelSpec, s)
 	if err != nil {
 		return err
 	}
-	if k.Key != rp.KernelKey {
-		return &exitCodeError{code: exitError, err: fmt.Errorf("kernel %s now builds as %s, the run used %s: its spec, patches or compiler changed", spec.Name, k.Key[:16], rp.KernelKey[:min(16, len(rp.KernelKey))])}
+	if key := cfg.Kernel.Key; key != rp.KernelKey {
+		return &exitCodeError{code: exitError, err: fmt.Errorf("kernel %s now builds as %s, the run used %s: its spec, patches or compiler changed", cfg.Kernel.Spec, key[:16], rp.KernelKey[:min(16, len(rp.KernelKey))])}
 	}
-	img, err := images.Build(ctx, images.Options{CacheDir: g.cache()})
-	if err != nil {
-		return err
-	}
-	if img.Hash != rp.ImageHash {
-		fmt.Fprintf(cmd.ErrOrStderr(), "note: the guest image changed since the run (agent code): %s, was %s\n", img.Hash[:16], rp.ImageHash[:min(16, len(rp.ImageHash))])
+	if cfg.ImageHash != rp.ImageHash {
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: the guest image changed since the run (agent code): %s, was %s\n", cfg.ImageHash[:16], rp.ImageHash[:min(16, len(rp.ImageHash))])
 	}
 	out := filepath.Join(o.out, fmt.Sprintf("%s-repro-%s", time.Now().Format("20060102-150405"), filepath.Base(dir)))
-	cfg := guestConfig(rp.KernelSpec, spec, k, img)
 	cfg.Scenario, cfg.OutDir, cfg.Accel, cfg.Params, cfg.Seed = s, out, rp.Accel, rp.Params, rp.Seed
 	res := runner.Run(ctx, cfg)
 	printVerdict(cmd.OutOrStdout(), res, out)

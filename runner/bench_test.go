@@ -62,3 +62,20 @@ func BenchmarkSamplerOverhead(b *testing.B) {
 	b.ReportMetric(sampled/secs2, "rx-pps-sampled-100ms")
 	b.ReportMetric(100*(1-(sampled/secs2)/(plain/secs)), "overhead-%")
 }
+
+// BenchmarkDebianBoot: QEMU start to agent ready with the Debian image
+// (rootfs, kselftests, agent: the kernel unpacks it all into RAM) on
+// stock-6.1's kselftest flavour, and the image's size.
+func BenchmarkDebianBoot(b *testing.B) {
+	k, img, _ := debianGuest(b)
+	boot := 0.0
+	for i := 0; i < b.N; i++ {
+		res := runScenario(b, "testdata/debian-smoke.yaml", k, img, func(c *testConfig) { c.MinMemoryMB = 1024 })
+		if res.Verdict != results.Pass {
+			b.Fatalf("verdict %s %v", res.Verdict, res.Reasons)
+		}
+		boot += res.Timings.Boot
+	}
+	b.ReportMetric(boot/float64(b.N), "boot-s")
+	b.ReportMetric(float64(img.Size)/(1<<20), "image-MB")
+}

@@ -16,7 +16,7 @@ import (
 
 // debianGuest builds (or finds) stock-6.1 with the net selftests' config
 // merged, its net selftests and the Debian image holding them.
-func debianGuest(t *testing.T) (*kernels.Artifact, *images.Image, *kernels.Selftests) {
+func debianGuest(t testing.TB) (*kernels.Artifact, *images.Image, *kernels.Selftests) {
 	t.Helper()
 	guest(t) // the same skips
 	spec, err := kernels.LoadSpec("../kernels/stock-6.1.yaml")
