@@ -1,6 +1,7 @@
 package results
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,8 +65,9 @@ func TestKselftestFailed(t *testing.T) {
 }
 
 // TestKselftestRecorded parses the runner's output captured from lab
-// kselftest guests (testdata/ktap/*.out, named after the test with ':'
-// as '_'), each with its expected status in the first line of a .want file.
+// kselftest guests (a run folder's kselftests/*.log, kept as
+// testdata/ktap/<collection>_<test>.out), each with its expected status and,
+// optionally, its number of subtests in a .want file.
 func TestKselftestRecorded(t *testing.T) {
 	files, _ := filepath.Glob("testdata/ktap/*.out")
 	if len(files) == 0 {
@@ -85,6 +87,12 @@ func TestKselftestRecorded(t *testing.T) {
 		k := KselftestFromOutput(name, string(data))
 		if k.Status != fields[0] {
 			t.Errorf("%s: status %s (%s), want %s", f, k.Status, k.Reason, fields[0])
+		}
+		if len(fields) > 1 && fmt.Sprint(len(k.Subtests)) != fields[1] {
+			t.Errorf("%s: %d subtests, want %s", f, len(k.Subtests), fields[1])
+		}
+		if !strings.HasPrefix(k.Output, "selftests: ") {
+			t.Errorf("%s: output %.40q should start with the runner's header, its prefix stripped", f, k.Output)
 		}
 	}
 }
