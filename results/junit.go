@@ -83,6 +83,7 @@ func (r *Result) junitSuite() junitSuite {
 			c.Skipped = &junitMessage{Message: k.Reason}
 		case k.Failed():
 			c.Failure = &junitMessage{Message: k.ReasonLine(), Body: k.Output}
+			c.SystemOut = "" // the failure's body has it
 		}
 		s.Cases = append(s.Cases, c)
 	}
