@@ -205,7 +205,7 @@ func (r *run) do(ctx context.Context) error {
 	r.res.Seed = seed
 	r.writeReplay()
 	r.tl = newTimeline(r.s, seed, r.ctl, r.host, r.cfg.Logf)
-	r.tl.ksTimeouts, r.tl.outDir = r.cfg.KselftestTimeouts, r.cfg.OutDir
+	r.tl.ksTimeouts, r.tl.outDir, r.tl.slow = r.cfg.KselftestTimeouts, r.cfg.OutDir, r.res.Accel == "tcg"
 	err = r.tl.run(ctx)
 	r.res.Timings.Timeline = r.tl.elapsed()
 	var hang *hangError

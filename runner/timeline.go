@@ -59,6 +59,7 @@ type timeline struct {
 
 	ksTimeouts map[string]time.Duration // per-test timeout by kselftest collection
 	outDir     string                   // the run folder: kselftests/<test>.log
+	slow       bool                     // an emulated CPU (TCG): tests may relax timing
 	kselftests []results.Kselftest      // guarded by mu
 }
 

@@ -52,7 +52,7 @@ func (a *agent) exec(x wire.Exec) (*wire.ExecResult, error) {
 	out := &cappedBuffer{max: execOutputMax}
 	cmd := exec.CommandContext(ctx, path, x.Argv[1:]...)
 	cmd.Args[0] = x.Argv[0]
-	cmd.Env = execEnv(os.Environ())
+	cmd.Env = execEnv(append(os.Environ(), x.Env...))
 	cmd.Dir = "/"
 	if x.Dir != "" {
 		cmd.Dir = x.Dir

@@ -191,6 +191,8 @@ type Exec struct {
 	Argv  []string `json:"argv"`
 	// Dir is the working directory ("/" when empty).
 	Dir string `json:"dir,omitempty"`
+	// Env adds NAME=value entries to the agent's environment.
+	Env []string `json:"env,omitempty"`
 	// Timeout kills the program's process group after this long (the
 	// agent's 10 min default when zero).
 	Timeout time.Duration `json:"timeout,omitempty"`
