@@ -58,6 +58,11 @@ A scenario can run kselftests too, wrapped in load and toggles: a step "kselftes
 			if len(tests) == 0 {
 				tests = defaultKselftests
 			}
+			for _, t := range tests {
+				if c, name, ok := strings.Cut(t, ":"); !ok || c == "" || name == "" {
+					return fmt.Errorf("kselftest %q: want collection:test, e.g. net:%s", t, t)
+				}
+			}
 			s, err := kselftestScenario(tests, o.cpus)
 			if err != nil {
 				return err
