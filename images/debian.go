@@ -45,13 +45,39 @@ var KselftestPackages = []string{
 }
 
 // DefaultDebian is bookworm (the lab hosts' release) with KselftestPackages,
-// from NAPILAB_DEBIAN_MIRROR or deb.debian.org.
+// from NAPILAB_DEBIAN_MIRROR, else the host's own apt mirror, else
+// deb.debian.org.
 func DefaultDebian() Debian {
 	mirror := os.Getenv("NAPILAB_DEBIAN_MIRROR")
 	if mirror == "" {
-		mirror = "http://deb.debian.org/debian"
+		mirror = hostMirror("/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list")
 	}
 	return Debian{Suite: "bookworm", Mirror: mirror, Packages: KselftestPackages}
+}
+
+// hostMirror is the first main Debian archive URL in the apt sources files
+// (deb822 "URIs:" or one-line "deb URL suite"), or deb.debian.org.
+func hostMirror(files ...string) string {
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			fields := strings.Fields(line)
+			var url string
+			switch {
+			case len(fields) >= 2 && fields[0] == "URIs:":
+				url = fields[1]
+			case len(fields) >= 3 && fields[0] == "deb" && !strings.HasPrefix(fields[1], "["):
+				url = fields[1]
+			}
+			if strings.HasPrefix(url, "http") && !strings.Contains(url, "security") {
+				return strings.TrimSuffix(url, "/")
+			}
+		}
+	}
+	return "http://deb.debian.org/debian"
 }
 
 // key identifies the bootstrapped tree. The mirror is left out: any mirror

@@ -83,3 +83,23 @@ func TestPruneComposed(t *testing.T) {
 		t.Errorf("left %q, want %q (the rootfs archive is never pruned)", names, want)
 	}
 }
+
+func TestHostMirror(t *testing.T) {
+	dir := t.TempDir()
+	deb822 := filepath.Join(dir, "debian.sources")
+	os.WriteFile(deb822, []byte("Types: deb\n# http://snapshot.debian.org/archive/debian/x\nURIs: http://mirror.example/debian/\nSuites: bookworm\n\nURIs: http://mirror.example/debian-security\n"), 0o644)
+	oneLine := filepath.Join(dir, "sources.list")
+	os.WriteFile(oneLine, []byte("deb http://security.debian.org/debian-security bookworm-security main\ndeb http://ftp.example/debian bookworm main\n"), 0o644)
+	for _, tc := range []struct {
+		files []string
+		want  string
+	}{
+		{[]string{deb822, oneLine}, "http://mirror.example/debian"},
+		{[]string{filepath.Join(dir, "none"), oneLine}, "http://ftp.example/debian"},
+		{[]string{filepath.Join(dir, "none")}, "http://deb.debian.org/debian"},
+	} {
+		if got := hostMirror(tc.files...); got != tc.want {
+			t.Errorf("hostMirror(%v) = %q, want %q", tc.files, got, tc.want)
+		}
+	}
+}
