@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -41,7 +40,7 @@ func (gs *guests) config(ctx context.Context, kpath string, s *scenarios.Scenari
 	if !s.NeedsDebian() {
 		return gs.configFor(ctx, kpath, false, nil)
 	}
-	cfg, err := gs.configFor(ctx, kpath, true, collections(tests))
+	cfg, err := gs.configFor(ctx, kpath, true, s.KselftestCollections())
 	if err != nil {
 		return cfg, err
 	}
@@ -60,51 +59,61 @@ func (gs *guests) configFor(ctx context.Context, kpath string, debian bool, coll
 		return runner.Config{}, err
 	}
 	var cfg runner.Config
-	if !debian {
-		if gs.agent == nil {
-			if gs.agent, err = images.Build(ctx, images.Options{CacheDir: gs.g.cache()}); err != nil {
-				return runner.Config{}, err
-			}
-		}
-		cfg = guestConfig(kpath, spec, kern, gs.agent)
+	if debian {
+		cfg, err = gs.debianConfig(ctx, kpath, spec, kern)
 	} else {
-		var st *kernels.Selftests
-		stDir := ""
-		if len(colls) > 0 {
-			start := time.Now()
-			st, err = kernels.BuildSelftests(ctx, spec, kern, kernels.Options{CacheDir: gs.g.cache(), Jobs: gs.makeJobs})
-			if err != nil {
-				return runner.Config{}, fmt.Errorf("kselftests of %s: %w", spec.Name, err)
-			}
-			fmt.Fprintf(gs.log, "kselftests %s of %s: %s in %.1fs, %d tests", strings.Join(colls, ","), spec.Name,
-				cachedWord(st.Cached), time.Since(start).Seconds(), len(st.Tests))
-			fmt.Fprintln(gs.log)
-			for prog, why := range st.NotBuilt {
-				fmt.Fprintf(gs.log, "  %s did not compile on this host and will skip: %s\n", prog, why)
-			}
-			for _, a := range st.Added {
-				fmt.Fprintf(gs.log, "  installed %s: the collection's Makefile leaves it out\n", a)
-			}
-			stDir = st.Dir
+		if gs.agent == nil {
+			gs.agent, err = images.Build(ctx, images.Options{CacheDir: gs.g.cache()})
 		}
-		start := time.Now()
-		img, rootfs, err := images.BuildGuestImage(ctx, images.Options{CacheDir: gs.g.cache()}, images.DefaultDebian(), kern.Dir, stDir)
-		if err != nil {
-			return runner.Config{}, err
-		}
-		fmt.Fprintf(gs.log, "debian image: %s in %.1fs, %d MB (rootfs %s)\n", cachedWord(img.Cached && rootfs.Cached),
-			time.Since(start).Seconds(), img.Size>>20, rootfs.Path)
-		cfg = guestConfig(kpath, spec, kern, img)
-		cfg.MinMemoryMB = debianMemoryMB
-		if st != nil {
-			cfg.KselftestTimeouts = map[string]time.Duration{}
-			for _, c := range colls {
-				cfg.KselftestTimeouts[c] = st.Timeout(c)
-			}
-			cfg.KselftestList = st.Tests
+		if err == nil {
+			cfg = guestConfig(kpath, spec, kern, gs.agent)
 		}
 	}
+	if err != nil {
+		return runner.Config{}, err
+	}
 	gs.cache[key] = cfg
+	return cfg, nil
+}
+
+// debianConfig builds the kernel's selftests (when its spec names
+// collections) and the Debian image holding them.
+func (gs *guests) debianConfig(ctx context.Context, kpath string, spec *kernels.Spec, kern *kernels.Artifact) (runner.Config, error) {
+	var st *kernels.Selftests
+	stDir := ""
+	if colls := spec.Config.Selftests; len(colls) > 0 {
+		start := time.Now()
+		var err error
+		st, err = kernels.BuildSelftests(ctx, spec, kern, kernels.Options{CacheDir: gs.g.cache(), Jobs: gs.makeJobs})
+		if err != nil {
+			return runner.Config{}, fmt.Errorf("kselftests of %s: %w", spec.Name, err)
+		}
+		fmt.Fprintf(gs.log, "kselftests %s of %s: %s in %.1fs, %d tests\n", strings.Join(colls, ","), spec.Name,
+			cachedWord(st.Cached), time.Since(start).Seconds(), len(st.Tests))
+		for prog, why := range st.NotBuilt {
+			fmt.Fprintf(gs.log, "  %s did not compile on this host and will skip: %s\n", prog, why)
+		}
+		for _, a := range st.Added {
+			fmt.Fprintf(gs.log, "  installed %s: the collection's Makefile leaves it out\n", a)
+		}
+		stDir = st.Dir
+	}
+	start := time.Now()
+	img, rootfs, err := images.BuildGuestImage(ctx, images.Options{CacheDir: gs.g.cache()}, images.DefaultDebian(), kern.Dir, stDir)
+	if err != nil {
+		return runner.Config{}, err
+	}
+	fmt.Fprintf(gs.log, "debian image: %s in %.1fs, %d MB (rootfs %s)\n", cachedWord(img.Cached && rootfs.Cached),
+		time.Since(start).Seconds(), img.Size>>20, rootfs.Path)
+	cfg := guestConfig(kpath, spec, kern, img)
+	cfg.MinMemoryMB = debianMemoryMB
+	if st != nil {
+		cfg.KselftestTimeouts = map[string]time.Duration{}
+		for _, c := range st.Collections {
+			cfg.KselftestTimeouts[c] = st.Timeout(c)
+		}
+		cfg.KselftestList = st.Tests
+	}
 	return cfg, nil
 }
 
@@ -125,21 +134,6 @@ func checkTests(cfg runner.Config, tests []string) error {
 			cfg.Kernel.Spec, strings.Join(missing, ", "))
 	}
 	return nil
-}
-
-// collections lists the collections of collection:test names, sorted, once each.
-func collections(tests []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, t := range tests {
-		c, _, _ := strings.Cut(t, ":")
-		if !seen[c] {
-			seen[c] = true
-			out = append(out, c)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 func cachedWord(cached bool) string {
