@@ -88,7 +88,7 @@ func (g *collector) newest(keep int) {
 			continue
 		}
 		spec := artifactSpec(g.l, r.artifact)
-		if !g.names[spec] || perSpec[spec] >= keep {
+		if !g.inUse(spec) || perSpec[spec] >= keep {
 			continue
 		}
 		g.keep[r.artifact] = true
@@ -117,7 +117,7 @@ func (g *collector) artifacts() error {
 			return "leftover of an interrupted build"
 		case g.keep[name]:
 			return ""
-		case !g.names[spec]:
+		case !g.inUse(spec):
 			why = fmt.Sprintf("artifact of spec %s, which no longer exists", spec)
 		default:
 			why = fmt.Sprintf("artifact of spec %s, superseded by newer builds", spec)
@@ -148,7 +148,7 @@ func (g *collector) workDirs() error {
 		switch {
 		case strings.HasPrefix(name, ".tmp-"):
 			return "leftover of an interrupted build"
-		case !g.names[name]:
+		case !g.inUse(name):
 			return fmt.Sprintf("work dir of spec %s, which no longer exists", name)
 		}
 		return ""
@@ -173,7 +173,7 @@ func (g *collector) sources() error {
 			return ""
 		}
 		spec := name[:i]
-		if !g.names[spec] {
+		if !g.inUse(spec) {
 			return fmt.Sprintf("patched source of spec %s, which no longer exists", spec)
 		}
 		switch cur, ok := g.currentSrc[spec]; {
@@ -236,4 +236,11 @@ func diskUsage(path string) int64 {
 		return nil
 	})
 	return n
+}
+
+// inUse says whether a spec name is in use: one of the specs given, or the
+// kselftest flavour of one ("stock-6.1.kselftest-net", see WithSelftests).
+func (g *collector) inUse(name string) bool {
+	base, _, _ := strings.Cut(name, kselftestSuffix)
+	return g.names[name] || g.names[base]
 }

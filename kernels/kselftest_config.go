@@ -22,6 +22,9 @@ var kselftestConfig []byte
 // kselftestConfigName names the embedded fragment in errors and notes.
 const kselftestConfigName = "kernels/configs/kselftest.config"
 
+// kselftestSuffix joins a spec's name and its collections in a flavour's name.
+const kselftestSuffix = ".kselftest-"
+
 var collectionRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*(/[a-z0-9][a-z0-9_-]*)*$`)
 
 // ValidCollection reports whether c can name a kselftest collection, a folder
@@ -46,7 +49,7 @@ func (s *Spec) WithSelftests(collections []string) *Spec {
 		for i, c := range cs {
 			words[i] = strings.ReplaceAll(c, "/", "_")
 		}
-		out.Name = s.Name + ".kselftest-" + strings.Join(words, "-")
+		out.Name = s.Name + kselftestSuffix + strings.Join(words, "-")
 	}
 	return &out
 }
