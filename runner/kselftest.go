@@ -48,7 +48,7 @@ func (t *timeline) kselftest(ctx context.Context, st *scenarios.Step, name strin
 		// their timing checks.
 		x.Env = append(x.Env, "KSFT_MACHINE_SLOW=yes")
 	}
-	t.logf("kselftest %s (timeout %v)", name, t.kselftestTimeout(name))
+	t.logf("kselftest %s (timeout %v)", name, timeout)
 	var res wire.ExecResult
 	err := t.ctl.call(ctx, wire.OpExec, x, &res)
 	if ctx.Err() != nil {
