@@ -86,6 +86,17 @@ func (r *Result) junitSuite() junitSuite {
 			c.SystemOut = "" // the failure's body has it
 		}
 		s.Cases = append(s.Cases, c)
+		// A harness test's own results, one case each (kselftest.net.tun).
+		for _, sub := range k.Subtests {
+			sc := junitCase{Name: sub.Name, Classname: "kselftest." + coll + "." + test}
+			switch sub.Status {
+			case KSkip:
+				sc.Skipped = &junitMessage{Message: sub.Directive}
+			case KFail, KTimeout:
+				sc.Failure = &junitMessage{Message: strings.TrimSpace("not ok " + sub.Name + " " + sub.Directive), Body: strings.Join(sub.Output, "\n")}
+			}
+			s.Cases = append(s.Cases, sc)
+		}
 	}
 	for _, c := range s.Cases {
 		s.Tests++
