@@ -205,19 +205,15 @@ func clearDir(dir string) error {
 // agent mounts devtmpfs) apart from the console the kernel opens before /init.
 // It returns the number of entries.
 func archiveTree(tree, path string) (int, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(tmp.Name())
-	n, err := writeTree(tmp, tree)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	n := 0
+	err := writeFileAtomic(path, func(w io.Writer) (err error) {
+		n, err = writeTree(w, tree)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("failed to archive %s: %w", tree, err)
 	}
-	return n, os.Rename(tmp.Name(), path)
+	return n, nil
 }
 
 func writeTree(w io.Writer, tree string) (int, error) {
@@ -331,22 +327,13 @@ func concat(path, first string, rest []byte) error {
 		return err
 	}
 	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
+	return writeFileAtomic(path, func(w io.Writer) error {
+		if _, err := io.Copy(w, in); err != nil {
+			return err
+		}
+		_, err := w.Write(rest)
 		return err
-	}
-	defer os.Remove(tmp.Name())
-	_, err = io.Copy(tmp, in)
-	if err == nil {
-		_, err = tmp.Write(rest)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	})
 }
 
 // pruneComposed keeps the keep newest composed images in dir.

@@ -85,11 +85,17 @@ func Build(ctx context.Context, opts Options) (*Image, error) {
 	if err := Write(&buf, []File{{Name: "init", Data: agent, Mode: 0o755}}); err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(buf.Bytes())
+	return storeImage(opts.CacheDir, "initramfs", buf.Bytes(), len(agent))
+}
+
+// storeImage puts an image into the cache as images/<prefix>-<hash16>.cpio,
+// named by its content, reusing an identical one.
+func storeImage(cacheDir, prefix string, data []byte, agentSize int) (*Image, error) {
+	sum := sha256.Sum256(data)
 	hash := hex.EncodeToString(sum[:])
-	dir := filepath.Join(opts.CacheDir, "images")
-	img := &Image{Path: filepath.Join(dir, "initramfs-"+hash[:16]+".cpio"), Hash: hash,
-		Size: int64(buf.Len()), AgentSize: int64(len(agent))}
+	dir := filepath.Join(cacheDir, "images")
+	img := &Image{Path: filepath.Join(dir, prefix+"-"+hash[:16]+".cpio"), Hash: hash,
+		Size: int64(len(data)), AgentSize: int64(agentSize)}
 	if _, err := os.Stat(img.Path); err == nil {
 		img.Cached = true
 		return img, nil
@@ -97,7 +103,7 @@ func Build(ctx context.Context, opts Options) (*Image, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return img, writeAtomic(img.Path, buf.Bytes())
+	return img, writeAtomic(img.Path, data)
 }
 
 // BuildAgent compiles the agent as a static, reproducible binary.
@@ -141,16 +147,25 @@ func ModuleRoot() (string, error) {
 }
 
 func writeAtomic(path string, data []byte) error {
+	return writeFileAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeFileAtomic writes path through a temp file beside it, renamed into
+// place only when write and close succeeded.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	err = write(tmp)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := tmp.Close(); err != nil {
+	if err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)

@@ -3,8 +3,6 @@ package images
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -56,16 +54,5 @@ func BuildShell(ctx context.Context, opts Options) (*Image, error) {
 	if err := Write(&buf, files); err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(buf.Bytes())
-	hash := hex.EncodeToString(sum[:])
-	dir := filepath.Join(opts.CacheDir, "images")
-	img := &Image{Path: filepath.Join(dir, "shell-"+hash[:16]+".cpio"), Hash: hash, Size: int64(buf.Len()), AgentSize: int64(len(agent))}
-	if _, err := os.Stat(img.Path); err == nil {
-		img.Cached = true
-		return img, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	return img, writeAtomic(img.Path, buf.Bytes())
+	return storeImage(opts.CacheDir, "shell", buf.Bytes(), len(agent))
 }
