@@ -358,49 +358,38 @@ func pruneComposed(dir string, keep int) {
 	}
 }
 
-// BuiltinModules writes lib/modules/<release> for a kernel without modules
+// builtinModules writes lib/modules/<release> for a kernel without modules
 // into a temp dir: kbuild's modules.builtin files and depmod's indexes of
 // them, so that `modprobe nf_defrag_ipv6` in a selftest succeeds for what is
-// built in. It returns the modules dir (to go to usr/lib/modules) and a
-// cleanup; without the files (older artifacts) it returns "".
-func BuiltinModules(ctx context.Context, kernelDir string) (string, func(), error) {
-	nothing := func() {}
-	rel, err := os.ReadFile(filepath.Join(kernelDir, "kernel.release"))
-	if err != nil {
-		return "", nothing, nil
-	}
-	release := strings.TrimSpace(string(rel))
-	tmp, err := os.MkdirTemp("", "napilab-modules-")
-	if err != nil {
-		return "", nothing, err
-	}
-	cleanup := func() { os.RemoveAll(tmp) }
-	dir := filepath.Join(tmp, "lib", "modules", release)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		cleanup()
-		return "", nothing, err
-	}
-	for _, f := range []string{"modules.builtin", "modules.builtin.modinfo"} {
+// built in. It returns the modules dir (to go to usr/lib/modules), or ""
+// when the artifact lacks the files (older builds); the caller removes tmp.
+func builtinModules(ctx context.Context, kernelDir, tmp string) (string, error) {
+	files := map[string][]byte{}
+	for _, f := range []string{"kernel.release", "modules.builtin", "modules.builtin.modinfo"} {
 		data, err := os.ReadFile(filepath.Join(kernelDir, f))
 		if err != nil {
-			cleanup()
-			return "", nothing, nil
+			return "", nil
 		}
-		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
-			cleanup()
-			return "", nothing, err
+		files[f] = data
+	}
+	release := strings.TrimSpace(string(files["kernel.release"]))
+	dir := filepath.Join(tmp, "lib", "modules", release)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for _, f := range []string{"modules.builtin", "modules.builtin.modinfo"} {
+		if err := os.WriteFile(filepath.Join(dir, f), files[f], 0o644); err != nil {
+			return "", err
 		}
 	}
 	depmod, err := exec.LookPath("depmod")
 	if err != nil {
-		cleanup()
-		return "", nothing, fmt.Errorf("indexing built-in modules needs depmod: apt-get install kmod")
+		return "", fmt.Errorf("indexing built-in modules needs depmod: apt-get install kmod")
 	}
 	if out, err := exec.CommandContext(ctx, depmod, "-b", tmp, release).CombinedOutput(); err != nil {
-		cleanup()
-		return "", nothing, fmt.Errorf("depmod: %w\n%s", err, out)
+		return "", fmt.Errorf("depmod: %w\n%s", err, out)
 	}
-	return filepath.Join(tmp, "lib", "modules"), cleanup, nil
+	return filepath.Join(tmp, "lib", "modules"), nil
 }
 
 // KselftestDir is where the Debian image holds the installed kselftests.
@@ -414,11 +403,15 @@ func BuildGuestImage(ctx context.Context, opts Options, d Debian, kernelDir, sel
 	if selftestsDir != "" {
 		trees = append(trees, Tree{Dir: selftestsDir, Prefix: KselftestDir})
 	}
-	mods, cleanup, err := BuiltinModules(ctx, kernelDir)
+	tmp, err := os.MkdirTemp("", "napilab-modules-")
 	if err != nil {
 		return nil, nil, err
 	}
-	defer cleanup()
+	defer os.RemoveAll(tmp)
+	mods, err := builtinModules(ctx, kernelDir, tmp)
+	if err != nil {
+		return nil, nil, err
+	}
 	if mods != "" {
 		trees = append(trees, Tree{Dir: mods, Prefix: "usr/lib/modules"})
 	}

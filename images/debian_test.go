@@ -2,7 +2,9 @@ package images
 
 import (
 	"bytes"
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -101,5 +103,25 @@ func TestHostMirror(t *testing.T) {
 		if got := hostMirror(tc.files...); got != tc.want {
 			t.Errorf("hostMirror(%v) = %q, want %q", tc.files, got, tc.want)
 		}
+	}
+}
+
+func TestBuiltinModules(t *testing.T) {
+	if _, err := exec.LookPath("depmod"); err != nil {
+		t.Skip("needs depmod (kmod)")
+	}
+	kdir, tmp := t.TempDir(), t.TempDir()
+	if dir, err := builtinModules(context.Background(), kdir, tmp); dir != "" || err != nil {
+		t.Fatalf("an artifact without the files: %q, %v; want nothing", dir, err)
+	}
+	os.WriteFile(filepath.Join(kdir, "kernel.release"), []byte("6.1.0-test\n"), 0o644)
+	os.WriteFile(filepath.Join(kdir, "modules.builtin"), []byte("kernel/drivers/net/veth.ko\n"), 0o644)
+	os.WriteFile(filepath.Join(kdir, "modules.builtin.modinfo"), nil, 0o644)
+	dir, err := builtinModules(context.Background(), kdir, tmp)
+	if err != nil || dir != filepath.Join(tmp, "lib", "modules") {
+		t.Fatalf("builtinModules = %q, %v", dir, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "6.1.0-test", "modules.builtin.bin")); err != nil {
+		t.Errorf("depmod did not index the built-ins: %v", err)
 	}
 }
