@@ -328,18 +328,18 @@ type Latency struct {
 // Kselftests lists the upstream selftests the scenario's steps run, in order.
 func (s *Scenario) Kselftests() []string {
 	var out []string
-	var walk func([]*Step)
-	walk = func(steps []*Step) {
-		for _, st := range steps {
-			if st == nil {
-				continue
-			}
-			out = append(out, st.Kselftest...)
-			walk(st.Parallel)
+	eachStep(s.Timeline, func(st *Step) { out = append(out, st.Kselftest...) })
+	return out
+}
+
+// eachStep calls f on every step, parallel ones after the step holding them.
+func eachStep(steps []*Step, f func(*Step)) {
+	for _, st := range steps {
+		if st != nil {
+			f(st)
+			eachStep(st.Parallel, f)
 		}
 	}
-	walk(s.Timeline)
-	return out
 }
 
 // KselftestCollections lists the collections of Kselftests, sorted, once each.

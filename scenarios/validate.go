@@ -79,14 +79,7 @@ func (s *Scenario) resolvePositions(f files) {
 	for _, sm := range s.Samplers {
 		fix(&sm.Pos)
 	}
-	var steps func([]*Step)
-	steps = func(ss []*Step) {
-		for _, st := range ss {
-			fix(&st.Pos)
-			steps(st.Parallel)
-		}
-	}
-	steps(s.Timeline)
+	eachStep(s.Timeline, func(st *Step) { fix(&st.Pos) })
 	for _, a := range s.Asserts {
 		fix(&a.Pos)
 	}
