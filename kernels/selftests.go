@@ -62,16 +62,6 @@ func (s *Selftests) Timeout(collection string) time.Duration {
 	return 45 * time.Second
 }
 
-// Has reports whether name ("collection:test") was installed.
-func (s *Selftests) Has(name string) bool {
-	for _, t := range s.Tests {
-		if t == name {
-			return true
-		}
-	}
-	return false
-}
-
 // BuildSelftests builds and installs the kselftests of spec's
 // Config.Selftests collections from the kernel's (patched) source, with the
 // uapi headers of that source, into the cache. make runs on an overlay of the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,60 +26,67 @@ type guests struct {
 	makeJobs int
 	log      io.Writer
 	agent    *images.Image // the agent-only image, built on first use
-	cache    map[string]runner.Config
+	cache    map[string]guest
+}
+
+// guest is a built kernel and image: the run configuration they give and
+// the kselftests ("net:veth.sh") the image holds.
+type guest struct {
+	cfg   runner.Config
+	tests []string
 }
 
 func newGuests(g *globalOptions, makeJobs int, log io.Writer) *guests {
-	return &guests{g: g, makeJobs: makeJobs, log: log, cache: map[string]runner.Config{}}
+	return &guests{g: g, makeJobs: makeJobs, log: log, cache: map[string]guest{}}
 }
 
 // config returns the kernel- and image-derived part of a run's
 // configuration for the spec at kpath and a scenario needing the tests
 // (collection:test names; none for the agent-only image).
 func (gs *guests) config(ctx context.Context, kpath string, s *scenarios.Scenario) (runner.Config, error) {
-	tests := s.Kselftests()
 	if !s.NeedsDebian() {
-		return gs.configFor(ctx, kpath, false, nil)
+		gu, err := gs.build(ctx, kpath, false, nil)
+		return gu.cfg, err
 	}
-	cfg, err := gs.configFor(ctx, kpath, true, s.KselftestCollections())
-	if err != nil {
-		return cfg, err
-	}
-	return cfg, checkTests(cfg, tests)
-}
-
-// configFor is config for a guest with the agent-only or the Debian image,
-// the latter holding the kselftest collections.
-func (gs *guests) configFor(ctx context.Context, kpath string, debian bool, colls []string) (runner.Config, error) {
-	key := fmt.Sprintf("%s\x00%v\x00%s", kpath, debian, strings.Join(colls, ","))
-	if cfg, ok := gs.cache[key]; ok {
-		return cfg, nil
-	}
-	kern, spec, err := buildKernelFor(ctx, gs.g, kpath, colls, gs.makeJobs, progressWriter(gs.log, false))
+	gu, err := gs.build(ctx, kpath, true, s.KselftestCollections())
 	if err != nil {
 		return runner.Config{}, err
 	}
-	var cfg runner.Config
+	return gu.cfg, gu.check(s.Kselftests())
+}
+
+// build builds (once) a guest with the agent-only or the Debian image, the
+// latter holding the kselftest collections.
+func (gs *guests) build(ctx context.Context, kpath string, debian bool, colls []string) (guest, error) {
+	key := fmt.Sprintf("%s\x00%v\x00%s", kpath, debian, strings.Join(colls, ","))
+	if gu, ok := gs.cache[key]; ok {
+		return gu, nil
+	}
+	kern, spec, err := buildKernelFor(ctx, gs.g, kpath, colls, gs.makeJobs, progressWriter(gs.log, false))
+	if err != nil {
+		return guest{}, err
+	}
+	var gu guest
 	if debian {
-		cfg, err = gs.debianConfig(ctx, kpath, spec, kern)
+		gu, err = gs.debian(ctx, kpath, spec, kern)
 	} else {
 		if gs.agent == nil {
 			gs.agent, err = images.Build(ctx, images.Options{CacheDir: gs.g.cache()})
 		}
 		if err == nil {
-			cfg = guestConfig(kpath, spec, kern, gs.agent)
+			gu.cfg = guestConfig(kpath, spec, kern, gs.agent)
 		}
 	}
 	if err != nil {
-		return runner.Config{}, err
+		return guest{}, err
 	}
-	gs.cache[key] = cfg
-	return cfg, nil
+	gs.cache[key] = gu
+	return gu, nil
 }
 
-// debianConfig builds the kernel's selftests (when its spec names
-// collections) and the Debian image holding them.
-func (gs *guests) debianConfig(ctx context.Context, kpath string, spec *kernels.Spec, kern *kernels.Artifact) (runner.Config, error) {
+// debian builds the kernel's selftests (when its spec names collections)
+// and the Debian image holding them.
+func (gs *guests) debian(ctx context.Context, kpath string, spec *kernels.Spec, kern *kernels.Artifact) (guest, error) {
 	var st *kernels.Selftests
 	stDir := ""
 	if colls := spec.Config.Selftests; len(colls) > 0 {
@@ -86,7 +94,7 @@ func (gs *guests) debianConfig(ctx context.Context, kpath string, spec *kernels.
 		var err error
 		st, err = kernels.BuildSelftests(ctx, spec, kern, kernels.Options{CacheDir: gs.g.cache(), Jobs: gs.makeJobs})
 		if err != nil {
-			return runner.Config{}, fmt.Errorf("kselftests of %s: %w", spec.Name, err)
+			return guest{}, fmt.Errorf("kselftests of %s: %w", spec.Name, err)
 		}
 		fmt.Fprintf(gs.log, "kselftests %s of %s: %s in %.1fs, %d tests\n", strings.Join(colls, ","), spec.Name,
 			cachedWord(st.Cached), time.Since(start).Seconds(), len(st.Tests))
@@ -101,37 +109,33 @@ func (gs *guests) debianConfig(ctx context.Context, kpath string, spec *kernels.
 	start := time.Now()
 	img, rootfs, err := images.BuildGuestImage(ctx, images.Options{CacheDir: gs.g.cache()}, images.DefaultDebian(), kern.Dir, stDir)
 	if err != nil {
-		return runner.Config{}, err
+		return guest{}, err
 	}
 	fmt.Fprintf(gs.log, "debian image: %s in %.1fs, %d MB (rootfs %s)\n", cachedWord(img.Cached && rootfs.Cached),
 		time.Since(start).Seconds(), img.Size>>20, rootfs.Path)
-	cfg := guestConfig(kpath, spec, kern, img)
-	cfg.MinMemoryMB = debianMemoryMB
+	gu := guest{cfg: guestConfig(kpath, spec, kern, img)}
+	gu.cfg.MinMemoryMB = debianMemoryMB
 	if st != nil {
-		cfg.KselftestTimeouts = map[string]time.Duration{}
+		gu.cfg.KselftestTimeouts = map[string]time.Duration{}
 		for _, c := range st.Collections {
-			cfg.KselftestTimeouts[c] = st.Timeout(c)
+			gu.cfg.KselftestTimeouts[c] = st.Timeout(c)
 		}
-		cfg.KselftestList = st.Tests
+		gu.tests = st.Tests
 	}
-	return cfg, nil
+	return gu, nil
 }
 
-// checkTests refuses tests the built kselftests do not have, before booting.
-func checkTests(cfg runner.Config, tests []string) error {
-	have := map[string]bool{}
-	for _, t := range cfg.KselftestList {
-		have[t] = true
-	}
+// check refuses tests the guest's kselftests do not have, before booting.
+func (gu guest) check(tests []string) error {
 	var missing []string
 	for _, t := range tests {
-		if !have[t] {
+		if !slices.Contains(gu.tests, t) {
 			missing = append(missing, t)
 		}
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("kernel %s has no kselftest %s (lab kselftest --list -k SPEC lists them)",
-			cfg.Kernel.Spec, strings.Join(missing, ", "))
+			gu.cfg.Kernel.Spec, strings.Join(missing, ", "))
 	}
 	return nil
 }

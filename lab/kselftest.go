@@ -99,11 +99,11 @@ func kselftestScenario(tests []string, cpus int) (*scenarios.Scenario, error) {
 func listKselftests(cmd *cobra.Command, g *globalOptions, o *kselftestOptions) error {
 	gs := newGuests(g, o.makeJobs, cmd.ErrOrStderr())
 	for _, k := range o.kernels {
-		cfg, err := gs.configFor(cmd.Context(), k, true, []string{"net"})
+		gu, err := gs.build(cmd.Context(), k, true, []string{"net"})
 		if err != nil {
 			return err
 		}
-		for _, t := range cfg.KselftestList {
+		for _, t := range gu.tests {
 			fmt.Fprintln(cmd.OutOrStdout(), t)
 		}
 	}

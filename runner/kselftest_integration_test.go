@@ -58,7 +58,6 @@ timeline:
 	res := runScenario(t, scenario, k, img, func(c *testConfig) {
 		c.MinMemoryMB = 1024
 		c.KselftestTimeouts = map[string]time.Duration{"net": 2 * time.Second}
-		c.KselftestList = st.Tests
 	})
 	if res.Verdict != results.Fail || len(res.Kselftests) != 3 {
 		t.Fatalf("verdict %s, %d kselftests, want FAIL with 3: %v\n%s", res.Verdict, len(res.Kselftests), res.Reasons, res.ConsoleTail)
@@ -103,7 +102,6 @@ func TestShippedKselftestScenarios(t *testing.T) {
 			res := runScenario(t, f, k, img, func(c *testConfig) {
 				c.MinMemoryMB = 1024
 				c.KselftestTimeouts = map[string]time.Duration{"net": st.Timeout("net")}
-				c.KselftestList = st.Tests
 			})
 			if res.Verdict != results.Pass {
 				t.Fatalf("verdict %s: %v\n%s", res.Verdict, res.Reasons, res.ConsoleTail)

@@ -42,8 +42,6 @@ type Config struct {
 	// KselftestTimeouts is each kselftest collection's per-test timeout (its
 	// settings file); kselftest steps without a deadline get it plus slack.
 	KselftestTimeouts map[string]time.Duration
-	// KselftestList names the kselftests the image holds ("net:veth.sh").
-	KselftestList []string
 	// Shell hands the serial console to the user's terminal (the agent runs
 	// the image's shell on it) instead of running the timeline; the run
 	// ends when the guest powers off.
