@@ -59,8 +59,8 @@ A scenario can run kselftests too, wrapped in load and toggles: a step "kselftes
 				tests = defaultKselftests
 			}
 			for _, t := range tests {
-				if c, name, ok := strings.Cut(t, ":"); !ok || c == "" || name == "" {
-					return fmt.Errorf("kselftest %q: want collection:test, e.g. net:%s", t, t)
+				if !scenarios.ValidKselftest(t) {
+					return fmt.Errorf("kselftest %q: want collection:test as kselftest-list.txt names it, e.g. net:veth.sh", t)
 				}
 			}
 			s, err := kselftestScenario(tests, o.cpus)

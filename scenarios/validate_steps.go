@@ -43,6 +43,10 @@ func (st *Step) Action() string {
 
 var kselftestRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*(/[a-z0-9][a-z0-9_-]*)*:[A-Za-z0-9][A-Za-z0-9_.+-]*$`)
 
+// ValidKselftest reports whether name is a kselftest as kselftest-list.txt
+// names it, "collection:test" (net:veth.sh, net/forwarding:router.sh).
+func ValidKselftest(name string) bool { return kselftestRe.MatchString(name) }
+
 var hexMask = regexp.MustCompile(`^[0-9a-fA-F,]+$`)
 
 func (k *checker) step(st *Step) {
@@ -127,7 +131,7 @@ func (k *checker) step(st *Step) {
 		}
 	case "kselftest":
 		for _, name := range st.Kselftest {
-			if !kselftestRe.MatchString(name) {
+			if !ValidKselftest(name) {
 				c.add(p, "kselftest %q: want collection:test as kselftest-list.txt names it, e.g. net:veth.sh", name)
 			}
 		}
