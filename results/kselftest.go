@@ -185,6 +185,11 @@ func KselftestSummary(ks []Kselftest) string {
 	for _, k := range ks {
 		n[k.Status]++
 	}
+	return statusSummary(n)
+}
+
+// statusSummary writes counts by status in a fixed order, e.g. "3 pass, 1 skip".
+func statusSummary(n map[string]int) string {
 	var parts []string
 	for _, s := range []string{KPass, KFail, KTimeout, KError, KSkip, KXfail} {
 		if n[s] > 0 {
@@ -208,9 +213,5 @@ func (k Kselftest) ReasonLine() string {
 
 // SubtestSummary counts subtests by status, e.g. "12 pass, 1 skip".
 func SubtestSummary(cs []KTAPCase) string {
-	ks := make([]Kselftest, len(cs))
-	for i, c := range cs {
-		ks[i].Status = c.Status
-	}
-	return KselftestSummary(ks)
+	return statusSummary(Kselftest{Subtests: cs}.Counts())
 }
