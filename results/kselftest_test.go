@@ -122,3 +122,14 @@ func TestKselftestJUnit(t *testing.T) {
 		}
 	}
 }
+
+func TestSummaries(t *testing.T) {
+	subs := []KTAPCase{{Status: KSkip}, {Status: KPass}, {Status: KFail}, {Status: KPass}}
+	if got := SubtestSummary(subs); got != "2 pass, 1 fail, 1 skip" {
+		t.Errorf("SubtestSummary = %q", got)
+	}
+	ks := []Kselftest{{Status: KTimeout}, {Status: KPass}, {Status: KError}}
+	if got := KselftestSummary(ks); got != "1 pass, 1 timeout, 1 error" {
+		t.Errorf("KselftestSummary = %q", got)
+	}
+}
