@@ -78,6 +78,7 @@ func selftestFragments(src string, collections []string) ([]Fragment, error) {
 			return nil, err
 		}
 		frag.Advisory = true
+		builtIn(&frag)
 		frags = append(frags, frag)
 	}
 	lab, err := ParseFragment(kselftestConfigName, kselftestConfig)
@@ -85,4 +86,15 @@ func selftestFragments(src string, collections []string) ([]Fragment, error) {
 		return nil, err
 	}
 	return append(frags, lab), nil
+}
+
+// builtIn turns a fragment's module requests (=m) into built-ins: lab guests
+// boot an initramfs without modules, and MODULES=y (trace.config) would
+// otherwise leave a requested feature out of the image.
+func builtIn(frag *Fragment) {
+	for i, s := range frag.Settings {
+		if s.Value == "m" {
+			frag.Settings[i].Value = "y"
+		}
+	}
 }
