@@ -51,10 +51,12 @@ func ParseSource(source, text string) (Series, error) {
 		return parseSNMP(text)
 	case src == SourceNetdev:
 		return parseNetdev(text)
+	case src == SourceNAPIPolls:
+		return parsePolls(text)
 	case strings.HasPrefix(src, TasksPrefix):
 		return parseTasks(text)
 	}
-	return nil, fmt.Errorf("unknown source %q, want softirqs, softnet_stat, interrupts, snmp, netdev or tasks:<prefix>", source)
+	return nil, fmt.Errorf("unknown source %q, want softirqs, softnet_stat, interrupts, snmp, netdev, napi_polls or tasks:<prefix>", source)
 }
 
 // Value returns a field's value on one CPU (cpu >= 0) or summed over CPUs (cpu < 0).
@@ -148,6 +150,11 @@ var (
 // field; interrupts and snmp fields are only checked for shape.
 func ParseMetric(name string) (MetricRef, error) {
 	src, rest, _ := strings.Cut(name, ".")
+	if src == "napi" {
+		if what, r, _ := strings.Cut(rest, "."); what == "polls" || what == "packets" {
+			return parsePollMetric(name, what, r)
+		}
+	}
 	fam, ok := families[src]
 	if !ok {
 		return MetricRef{}, fmt.Errorf("unknown metric source %q in %q, want one of %s", src, name, strings.Join(familyNames, ", "))
@@ -191,7 +198,10 @@ func (m MetricRef) From(s Series) (float64, bool) {
 	if strings.HasPrefix(m.Source, TasksPrefix) {
 		return s.Value(m.Field, -1) // one value per task; the CPU is in Field
 	}
-	return s.Value(m.Field, m.CPU)
+	if v, ok := s.Value(m.Field, m.CPU); ok || m.Source != SourceNAPIPolls {
+		return v, ok
+	}
+	return 0, true // a NAPI not polled (yet) in that context, or on that CPU
 }
 
 // MetricDoc documents one metric family for `lab scenario` help.
@@ -233,4 +243,8 @@ var KnownMetrics = []MetricDoc{
 		"CPU time (utime+stime) of the ksoftirqd threads, or of ksoftirqd/N"},
 	{"napi.cpu_seconds", "/proc/PID/stat of napi/*", "seconds", false,
 		"CPU time (utime+stime) of all threaded-NAPI kthreads"},
+	{"napi.polls.<dev>.<napi>.<context>[.cpuN]", "BPF on napi:napi_poll", "count", true,
+		"NAPI polls; napi is rx-<queue>, backlog or any; context is " + strings.Join(PollContexts, ", ") + " (softirq includes ksoftirqd)"},
+	{"napi.packets.<dev>.<napi>.<context>[.cpuN]", "BPF on napi:napi_poll", "packets", true,
+		"packets those polls returned (the poll's work)"},
 }

@@ -113,7 +113,8 @@ func TestMetricFrom(t *testing.T) {
 
 // TestKnownMetrics checks every documented pattern parses once filled in.
 func TestKnownMetrics(t *testing.T) {
-	fill := strings.NewReplacer("<NAME>", "NET_RX", "<ROW>", "CAL", "<Group>", "Udp", "<Name>", "InDatagrams")
+	fill := strings.NewReplacer("<NAME>", "NET_RX", "<ROW>", "CAL", "<Group>", "Udp", "<Name>", "InDatagrams",
+		"<napi>", "rx-0", "<context>", "kthread")
 	for _, d := range KnownMetrics {
 		base, _ := strings.CutSuffix(fill.Replace(d.Pattern), "[.cpuN]")
 		if d.File == "" || d.Unit == "" || d.Meaning == "" {

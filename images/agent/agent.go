@@ -20,6 +20,7 @@ type agent struct {
 	mu    sync.Mutex
 	loads map[string]*load
 	xdps  xdpState
+	polls pollCounter
 }
 
 func newAgent() *agent {

@@ -97,6 +97,7 @@ func mountAll() error {
 		{"tmpfs", "/run", "tmpfs", false},
 		{"tmpfs", "/tmp", "tmpfs", false},
 		{"debugfs", "/sys/kernel/debug", "debugfs", false},
+		{"tracefs", "/sys/kernel/tracing", "tracefs", true},
 		{"devpts", "/dev/pts", "devpts", true},
 		{"tmpfs", "/dev/shm", "tmpfs", true},
 		{"bpf", "/sys/fs/bpf", "bpf", true},

@@ -48,6 +48,8 @@ func (a *agent) read(src string) (string, error) {
 		return string(b), err
 	}
 	switch {
+	case src == wire.SourceNAPIPolls:
+		return a.polls.read()
 	case strings.HasPrefix(src, wire.PrefixThreads):
 		return threads(strings.TrimPrefix(src, wire.PrefixThreads)), nil
 	case strings.HasPrefix(src, wire.PrefixTasks):

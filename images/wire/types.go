@@ -141,10 +141,14 @@ const (
 	SourceInterrupts = "interrupts"   // /proc/interrupts
 	SourceSNMP       = "snmp"         // /proc/net/snmp
 	SourceNetdev     = "netdev"       // /proc/net/dev
-	PrefixThreads    = "threads:"     // threads:<comm prefix> -> "pid comm" lines
-	PrefixTasks      = "tasks:"       // tasks:<comm prefix> -> "pid comm utime stime processor" lines (clock ticks)
-	PrefixFile       = "file:"        // file:<path> -> contents
-	PrefixNsFile     = "nsfile:"      // nsfile:<netns>:<path> -> contents
+	// SourceNAPIPolls counts NAPI polls by context (BPF on napi:napi_poll):
+	// lines "dev napi context cpu pid polls packets", cumulative since the
+	// first read; context is softirq, ksoftirqd, kthread or busypoll.
+	SourceNAPIPolls = "napi_polls"
+	PrefixThreads   = "threads:" // threads:<comm prefix> -> "pid comm" lines
+	PrefixTasks     = "tasks:"   // tasks:<comm prefix> -> "pid comm utime stime processor" lines (clock ticks)
+	PrefixFile      = "file:"    // file:<path> -> contents
+	PrefixNsFile    = "nsfile:"  // nsfile:<netns>:<path> -> contents
 )
 
 // A source name may end in "#N" to read the same source again in one
