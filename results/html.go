@@ -303,6 +303,15 @@ Steps: one bar per timeline step, parallel steps in lanes below one another (hov
 <table><tr><th>step</th><th>line</th><th>start</th><th>duration</th><th>iterations</th><th>tolerated</th><th>error</th></tr>
 {{- range $r.Steps}}
 <tr{{if .Error}} class="fail"{{end}}><td>{{.Name}}</td><td class="num">{{.Line}}</td><td class="num">{{secs .Start}}</td><td class="num">{{secs .Duration}}</td><td class="num">{{.Iterations}}</td><td class="num">{{.Tolerated}}</td><td>{{.Error}}</td></tr>
+{{- if .Outputs}}<tr><td colspan="7">
+{{- range .Outputs}}
+<details{{if .ExitCode}} open="open"{{end}}><summary class="small">output of run {{.Run}} · exit {{.ExitCode}}{{with .File}} · <a href="{{.}}">{{.}}</a>{{end}}</summary>
+{{- if .Stdout}}<pre>{{.Stdout}}</pre>{{end}}
+{{- if .Stderr}}<div class="small">stderr</div><pre>{{.Stderr}}</pre>{{end}}
+{{- if not (or .Stdout .Stderr)}}<p class="small">no output</p>{{end}}</details>
+{{- end}}
+{{- with .Unkept}}<p class="small">the output of {{.}} runs in between was not kept</p>{{end}}</td></tr>
+{{- end}}
 {{- end}}
 </table></details>
 {{- end}}

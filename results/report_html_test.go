@@ -133,7 +133,8 @@ func TestHTMLEscapes(t *testing.T) {
 		Kernel:  Kernel{Spec: evil, Key: evil, Release: evil},
 		Params:  map[string]string{"p": evil},
 		Asserts: []Assert{{Name: evil, Kind: evil, Measured: evil, Bound: evil, Detail: evil}},
-		Steps:   []Step{{Name: evil, Duration: 1, Error: evil}, {Name: "start " + evil, Start: 0.5, Duration: 0.1}},
+		Steps: []Step{{Name: evil, Duration: 1, Error: evil}, {Name: "start " + evil, Start: 0.5, Duration: 0.1},
+			{Name: "exec", Iterations: 1, Outputs: []ExecOutput{{Run: 1, File: "javascript:alert(1)", Stdout: evil, Stderr: evil}}}},
 		Loads:   []Load{{Name: evil, PerSecond: []uint64{1, 2}}},
 		Splats:  []Splat{{Title: evil, Report: evil, Step: evil, Offset: 0.2, Type: CrashBug}},
 		Hang:    &Hang{Step: evil, Function: evil, Evidence: evil, Deadline: evil},
@@ -145,8 +146,40 @@ func TestHTMLEscapes(t *testing.T) {
 		t.Errorf("unescaped text in the page")
 	}
 	reportContains(t, page, "&lt;script&gt;")
+	if strings.Contains(page, `href="javascript:`) {
+		t.Errorf("a script URL in a link")
+	}
 	if n["script"] != 0 {
 		t.Errorf("%d script elements", n["script"])
+	}
+}
+
+// TestHTMLExecOutput checks that an exec step's outputs show under it: one
+// collapsible block per kept run, open when the run failed, with a link to
+// its file and a word on the runs not kept.
+func TestHTMLExecOutput(t *testing.T) {
+	r := &Result{Verdict: Fail, Steps: []Step{
+		{Name: "sleep 1s", Line: 5, Duration: 1, Iterations: 1},
+		{Name: "exec", Line: 12, Start: 1, Duration: 0.5, Iterations: 6, Error: "sh exited 3: boom", Outputs: []ExecOutput{
+			{Run: 1, File: "exec/12-1.log", Stdout: "<b>ready</b>\n"},
+			{Run: 2, File: "exec/12-2.log"},
+			{Run: 6, ExitCode: 3, File: "exec/12-6.log", Stdout: "partial\n", Stderr: "boom & bust\n"},
+		}},
+	}}
+	page, n := reportHTML(t, r, nil)
+	reportContains(t, page,
+		`<details><summary class="small">output of run 1 · exit 0 · <a href="exec/12-1.log">exec/12-1.log</a></summary><pre>&lt;b&gt;ready&lt;/b&gt;`,
+		`output of run 2 · exit 0 · <a href="exec/12-2.log">exec/12-2.log</a></summary><p class="small">no output</p>`,
+		`<details open="open"><summary class="small">output of run 6 · exit 3`,
+		`<pre>partial
+</pre><div class="small">stderr</div><pre>boom &amp; bust`,
+		"the output of 3 runs in between was not kept")
+	if n["details"] != 4 || n["a"] != 3 { // the steps and three runs
+		t.Errorf("%d details and %d links, want 4 and 3", n["details"], n["a"])
+	}
+	// The output follows its step's row, before the next step's.
+	if i, j := strings.Index(page, "<td>exec</td>"), strings.Index(page, "output of run 1"); i < 0 || j < i {
+		t.Errorf("the output is not under its step")
 	}
 }
 

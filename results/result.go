@@ -104,6 +104,28 @@ type Step struct {
 	Iterations int     `json:"iterations"`
 	Tolerated  int     `json:"tolerated,omitempty"` // iterations that failed with a tolerated errno
 	Error      string  `json:"error,omitempty"`
+	// Outputs are what an exec step's runs printed: the first few runs and
+	// the last; Iterations tells how many there were.
+	Outputs []ExecOutput `json:"outputs,omitempty"`
+}
+
+// ExecOutput is what one run of an exec step printed: the head of each
+// stream here, the whole (bounded) output in a file of the run folder.
+type ExecOutput struct {
+	Run      int    `json:"run"`              // the step's run, from 1
+	ExitCode int    `json:"exit_code"`        // -1 when the program was killed
+	File     string `json:"file,omitempty"`   // relative to the run folder; "" when not written
+	Stdout   string `json:"stdout,omitempty"` // the head of its standard output
+	Stderr   string `json:"stderr,omitempty"` // the head of its standard error
+}
+
+// Unkept is how many of the step's runs left no output: an exec step
+// repeated with every keeps only its first runs' and its last run's.
+func (s Step) Unkept() int {
+	if len(s.Outputs) == 0 {
+		return 0
+	}
+	return max(0, s.Iterations-len(s.Outputs))
 }
 
 // Load is what a traffic load sent and its sink received.

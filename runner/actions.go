@@ -89,13 +89,7 @@ func (t *timeline) action(ctx context.Context, st *scenarios.Step, i int) error 
 	case st.IRQ != nil:
 		return t.ctl.call(ctx, wire.OpIRQ, wire.IRQAffinity{Match: st.IRQ.Match, CPUs: st.IRQ.CPUs}, nil)
 	case st.Exec != nil:
-		var res wire.ExecResult
-		if err := t.ctl.call(ctx, wire.OpExec, wire.Exec{Netns: st.Exec.Netns, Argv: st.Exec.Argv}, &res); err != nil {
-			return err
-		}
-		if res.ExitCode != 0 {
-			return fmt.Errorf("%s exited %d: %s", st.Exec.Argv[0], res.ExitCode, lastLines(res.Output, 5))
-		}
+		return t.exec(ctx, st, i+1)
 	case st.Wait != nil:
 		return t.wait(ctx, st.Wait)
 	case len(st.Kselftest) > 0:

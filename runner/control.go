@@ -139,11 +139,15 @@ func (c *control) call(ctx context.Context, op string, args, out any) error {
 		if !ok {
 			return errAgentGone
 		}
+		if out != nil && len(m.Data) > 0 {
+			// An error may come with data: the output of a program the
+			// agent killed.
+			if err := json.Unmarshal(m.Data, out); err != nil && m.Error == "" {
+				return err
+			}
+		}
 		if m.Error != "" {
 			return errors.New(m.Error)
-		}
-		if out != nil && len(m.Data) > 0 {
-			return json.Unmarshal(m.Data, out)
 		}
 		return nil
 	case <-ctx.Done():

@@ -49,17 +49,17 @@ func (t *timeline) kselftest(ctx context.Context, st *scenarios.Step, name strin
 		x.Env = append(x.Env, "KSFT_MACHINE_SLOW=yes")
 	}
 	t.logf("kselftest %s (timeout %v)", name, timeout)
-	var res wire.ExecResult
-	err := t.ctl.call(ctx, wire.OpExec, x, &res)
+	res, err := t.callExec(ctx, x)
 	if ctx.Err() != nil {
 		return ctx.Err() // the step deadline or an interrupt: a hang, not a test result
 	}
-	k := results.KselftestFromOutput(name, res.Output)
+	output := execText(res)
+	k := results.KselftestFromOutput(name, output)
 	if t.outDir != "" {
 		// The runner's own output, KTAP and all, for people and parsers.
 		dir := filepath.Join(t.outDir, "kselftests")
 		if err := os.MkdirAll(dir, 0o755); err == nil {
-			os.WriteFile(filepath.Join(dir, strings.ReplaceAll(name, "/", "_")+".log"), []byte(res.Output), 0o644)
+			os.WriteFile(filepath.Join(dir, strings.ReplaceAll(name, "/", "_")+".log"), []byte(output), 0o644)
 		}
 	}
 	switch {

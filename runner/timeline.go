@@ -57,10 +57,11 @@ type timeline struct {
 	samples []sampleRec
 	rng     *rand.Rand // jitter, seeded from the scenario (guarded by mu)
 
-	ksTimeouts map[string]time.Duration // per-test timeout by kselftest collection
-	outDir     string                   // the run folder: kselftests/<test>.log
-	slow       bool                     // an emulated CPU (TCG): tests may relax timing
-	kselftests []results.Kselftest      // guarded by mu
+	ksTimeouts map[string]time.Duration     // per-test timeout by kselftest collection
+	outDir     string                       // the run folder: kselftests/<test>.log, exec/<line>-<run>.log
+	slow       bool                         // an emulated CPU (TCG): tests may relax timing
+	kselftests []results.Kselftest          // guarded by mu
+	execLogs   map[*scenarios.Step]*execLog // exec steps' outputs, guarded by mu
 }
 
 type span struct {
@@ -209,6 +210,9 @@ func (t *timeline) step(ctx context.Context, st *scenarios.Step) error {
 		rec.Iterations, rec.Tolerated, err = t.repeat(ctx, st, name)
 	}
 	rec.Duration = time.Since(begin).Seconds()
+	if st.Exec != nil {
+		rec.Outputs = t.execOutputs(st)
+	}
 	if err != nil {
 		rec.Error = err.Error()
 	}

@@ -18,13 +18,9 @@ import (
 	"napilab/images/wire"
 )
 
-const (
-	// execOutputMax bounds ExecResult.Output.
-	execOutputMax = 256 << 10
-	// execWaitDelay is how long output may stay open after the program exits
-	// (a background child holding the pipe).
-	execWaitDelay = 2 * time.Second
-)
+// execWaitDelay is how long output may stay open after the program exits (a
+// background child holding the pipe).
+const execWaitDelay = 2 * time.Second
 
 // execTimeout bounds a program: wire.Exec has no deadline of its own. Its
 // process group is killed then.
@@ -49,7 +45,7 @@ func (a *agent) exec(x wire.Exec) (*wire.ExecResult, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	out := &cappedBuffer{max: execOutputMax}
+	stdout, stderr := &cappedBuffer{max: wire.OutputMax}, &cappedBuffer{max: wire.OutputMax}
 	cmd := exec.CommandContext(ctx, path, x.Argv[1:]...)
 	cmd.Args[0] = x.Argv[0]
 	cmd.Env = execEnv(append(os.Environ(), x.Env...))
@@ -57,7 +53,7 @@ func (a *agent) exec(x wire.Exec) (*wire.ExecResult, error) {
 	if x.Dir != "" {
 		cmd.Dir = x.Dir
 	}
-	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return unix.Kill(-cmd.Process.Pid, unix.SIGKILL) }
 	cmd.WaitDelay = execWaitDelay
@@ -71,7 +67,7 @@ func (a *agent) exec(x wire.Exec) (*wire.ExecResult, error) {
 		return nil, fmt.Errorf("exec %s: %w", x.Argv[0], err)
 	}
 	werr := cmd.Wait()
-	res := &wire.ExecResult{ExitCode: -1, Output: out.String()}
+	res := &wire.ExecResult{ExitCode: -1, Stdout: stdout.String(), Stderr: stderr.String()}
 	if cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()
 	}
@@ -125,9 +121,9 @@ func lookPath(name, dirs string) (string, error) {
 	return "", fmt.Errorf("no such program %q in the guest image (the stock image only has /init, the agent)", name)
 }
 
-// cappedBuffer keeps the first and the last max/2 bytes written (a test's
-// verdict is on its last line), never failing a write so the child is not
-// blocked or killed by SIGPIPE.
+// cappedBuffer keeps the first and the last max/2 bytes written around a
+// wire.CutLine (a test's verdict is on its last line), never failing a write
+// so the child is not blocked or killed by SIGPIPE.
 type cappedBuffer struct {
 	head    bytes.Buffer
 	tail    []byte // ring of the last max/2 bytes once head is full
@@ -168,11 +164,16 @@ func (c *cappedBuffer) String() string {
 	}
 	var b strings.Builder
 	b.WriteString(c.head.String())
-	if !c.wrapped {
-		b.Write(c.tail[:c.pos])
+	if c.dropped == 0 {
+		// Nothing was overwritten: the ring holds the bytes in order.
+		n := c.pos
+		if c.wrapped {
+			n = len(c.tail)
+		}
+		b.Write(c.tail[:n])
 		return b.String()
 	}
-	fmt.Fprintf(&b, "\n[napilab: %d bytes of output dropped]\n", c.dropped)
+	b.WriteString(wire.CutLine(c.dropped))
 	b.Write(c.tail[c.pos:])
 	b.Write(c.tail[:c.pos])
 	return b.String()

@@ -61,23 +61,29 @@ func TestExecEnv(t *testing.T) {
 
 func TestCappedBuffer(t *testing.T) {
 	for _, tc := range []struct {
+		name   string
 		writes []string
 		want   string
 	}{
-		{[]string{"hel", "lo"}, "hello"},
-		{[]string{"hello", " wor"}, "hello wor"},
-		{[]string{"hello", " world", "!"}, "hello\n[napilab: 2 bytes of output dropped]\norld!"},
-		{[]string{"abcdefghijklmnopqrstuvwxyz"}, "abcde\n[napilab: 16 bytes of output dropped]\nvwxyz"},
+		{"empty", nil, ""},
+		{"short", []string{"hel", "lo"}, "hello"},
+		{"into the tail", []string{"hello", " wor"}, "hello wor"},
+		{"exactly at the limit", []string{"hello", " worl"}, "hello worl"},
+		{"one over", []string{"hello", " world"}, "hello" + wire.CutLine(1) + "world"},
+		{"over in pieces", []string{"hello", " world", "!"}, "hello" + wire.CutLine(2) + "orld!"},
+		{"over in one write", []string{"abcdefghijklmnopqrstuvwxyz"}, "abcde" + wire.CutLine(16) + "vwxyz"},
 	} {
-		c := &cappedBuffer{max: 10}
-		for _, s := range tc.writes {
-			if n, err := c.Write([]byte(s)); n != len(s) || err != nil {
-				t.Fatalf("Write(%q) = %d, %v", s, n, err)
+		t.Run(tc.name, func(t *testing.T) {
+			c := &cappedBuffer{max: 10}
+			for _, s := range tc.writes {
+				if n, err := c.Write([]byte(s)); n != len(s) || err != nil {
+					t.Fatalf("Write(%q) = %d, %v", s, n, err)
+				}
 			}
-		}
-		if got := c.String(); got != tc.want {
-			t.Errorf("%q: got %q, want %q", tc.writes, got, tc.want)
-		}
+			if got := c.String(); got != tc.want {
+				t.Errorf("%q: got %q, want %q", tc.writes, got, tc.want)
+			}
+		})
 	}
 }
 
@@ -97,8 +103,8 @@ func TestExec(t *testing.T) {
 		argv []string
 		want wire.ExecResult
 	}{
-		{"exit code and both streams", []string{"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}, wire.ExecResult{ExitCode: 3, Output: "out\nerr\n"}},
-		{"searched", []string{"sh", "-c", "echo $0"}, wire.ExecResult{Output: "sh\n"}},
+		{"exit code and both streams", []string{"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}, wire.ExecResult{ExitCode: 3, Stdout: "out\n", Stderr: "err\n"}},
+		{"searched", []string{"sh", "-c", "echo $0"}, wire.ExecResult{Stdout: "sh\n"}},
 		{"killed by a signal", []string{"/bin/sh", "-c", "kill -9 $$"}, wire.ExecResult{ExitCode: -1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,15 +121,27 @@ func TestExec(t *testing.T) {
 
 func TestExecTruncates(t *testing.T) {
 	needSh(t)
-	// The verdict of a test is on its last line: the tail is kept.
-	got, err := newAgent().exec(wire.Exec{Argv: []string{"/bin/sh", "-c", "head -c 400000 /dev/zero; echo; echo last line"}})
+	// The verdict of a test is on its last line: the tail of each stream is
+	// kept, and the host's Clip leaves what the agent bounded alone.
+	got, err := newAgent().exec(wire.Exec{Argv: []string{"/bin/sh", "-c",
+		"head -c 400000 /dev/zero; echo; echo last line; head -c 300000 /dev/zero >&2; echo last error >&2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dropped := 400000 + len("\nlast line\n") - execOutputMax
-	if got.ExitCode != 0 || !strings.HasSuffix(got.Output, "\nlast line\n") ||
-		!strings.Contains(got.Output, fmt.Sprintf("[napilab: %d bytes of output dropped]", dropped)) {
-		t.Errorf("exit %d, %d bytes of output ending %q; want 0, the last line and %d dropped", got.ExitCode, len(got.Output), got.Output[len(got.Output)-30:], dropped)
+	if got.ExitCode != 0 {
+		t.Errorf("exit %d", got.ExitCode)
+	}
+	for _, s := range []struct {
+		name, out, last string
+		n               int
+	}{
+		{"stdout", got.Stdout, "\nlast line\n", 400000},
+		{"stderr", got.Stderr, "last error\n", 300000},
+	} {
+		dropped := s.n + len(s.last) - wire.OutputMax
+		if !strings.HasSuffix(s.out, s.last) || !strings.Contains(s.out, wire.CutLine(dropped)) || wire.Clip(s.out) != s.out {
+			t.Errorf("%s: %d bytes ending %q; want the last line and %d dropped", s.name, len(s.out), s.out[max(0, len(s.out)-30):], dropped)
+		}
 	}
 }
 
@@ -157,11 +175,11 @@ func TestExecInNetns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("net:[%d]\n", st.Ino); !strings.HasPrefix(got.Output, want) {
-		t.Errorf("child's netns: output %q, want it to start with %q", got.Output, want)
+	if want := fmt.Sprintf("net:[%d]\n", st.Ino); !strings.HasPrefix(got.Stdout, want) {
+		t.Errorf("child's netns: output %q, want it to start with %q", got.Stdout, want)
 	}
-	if !strings.Contains(got.Output, "va:") {
-		t.Errorf("child does not see va:\n%s", got.Output)
+	if !strings.Contains(got.Stdout, "va:") {
+		t.Errorf("child does not see va:\n%s", got.Stdout)
 	}
 }
 
@@ -176,7 +194,7 @@ func TestExecTimeoutKillsGroup(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "killed after 300ms") {
 		t.Errorf("err %v, want killed after 300ms", err)
 	}
-	if got == nil || got.Output != "started\n" || got.ExitCode != -1 {
+	if got == nil || got.Stdout != "started\n" || got.ExitCode != -1 {
 		t.Errorf("result %+v, want the output so far and exit -1", got)
 	}
 	if d := time.Since(start); d > execWaitDelay {

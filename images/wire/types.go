@@ -205,9 +205,10 @@ type Exec struct {
 // ExecResult is what a program did.
 type ExecResult struct {
 	ExitCode int `json:"exit_code"`
-	// Output is the combined stdout and stderr; past 256 KiB its first and
-	// last 128 KiB are kept around a line saying how much was dropped.
-	Output string `json:"output"`
+	// Stdout is the program's standard output, bounded as Clip bounds it.
+	Stdout string `json:"stdout,omitempty"`
+	// Stderr is the program's standard error, bounded the same way.
+	Stderr string `json:"stderr,omitempty"`
 }
 
 // IRQAffinity pins every IRQ whose /proc/interrupts name matches the regexp Match.
