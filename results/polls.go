@@ -126,3 +126,71 @@ func ValidNAPIName(s string) bool {
 	}
 	return s == "backlog" || s == "any"
 }
+
+// PollSeries is one NAPI's polls per second in one context over the timeline.
+type PollSeries struct {
+	// NAPI is "<dev>/<napi>", e.g. eth0/rx-0.
+	NAPI string `json:"napi"`
+	// Context is softirq, ksoftirqd, kthread or busypoll (softirq here
+	// excludes ksoftirqd, so the contexts add up to all polls).
+	Context string `json:"context"`
+	// T are the ends of the sampling intervals, seconds since the timeline began.
+	T []float64 `json:"t"`
+	// Rate is polls per second over each interval.
+	Rate []float64 `json:"rate"`
+	// Packets is packets per second returned by those polls.
+	Packets []float64 `json:"packets"`
+}
+
+// PollSnapshot is one read of the napi_polls source at a time.
+type PollSnapshot struct {
+	T    float64 // seconds since the timeline began
+	Text string
+}
+
+// PollRates turns cumulative snapshots into per-interval rates per NAPI and
+// context (summed over CPUs and tasks). Unparsable snapshots are skipped.
+func PollRates(snaps []PollSnapshot) []PollSeries {
+	type key struct{ napi, ctx string }
+	type count struct{ polls, pkts uint64 }
+	var prev map[key]count
+	var prevT float64
+	series := map[key]*PollSeries{}
+	var order []key
+	for _, sn := range snaps {
+		lines, err := ParsePolls(sn.Text)
+		if err != nil {
+			continue
+		}
+		cur := map[key]count{}
+		for _, l := range lines {
+			k := key{l.Dev + "/" + l.NAPI, l.Context}
+			c := cur[k]
+			c.polls += l.Polls
+			c.pkts += l.Packets
+			cur[k] = c
+		}
+		if prev != nil && sn.T > prevT {
+			dt := sn.T - prevT
+			for k, c := range cur {
+				ps := series[k]
+				if ps == nil {
+					ps = &PollSeries{NAPI: k.napi, Context: k.ctx}
+					series[k] = ps
+					order = append(order, k)
+				}
+				p := prev[k]
+				ps.T = append(ps.T, sn.T)
+				ps.Rate = append(ps.Rate, float64(c.polls-min(p.polls, c.polls))/dt)
+				ps.Packets = append(ps.Packets, float64(c.pkts-min(p.pkts, c.pkts))/dt)
+			}
+		}
+		prev, prevT = cur, sn.T
+	}
+	slices.SortFunc(order, func(a, b key) int { return cmp.Or(cmp.Compare(a.napi, b.napi), cmp.Compare(a.ctx, b.ctx)) })
+	out := make([]PollSeries, 0, len(order))
+	for _, k := range order {
+		out = append(out, *series[k])
+	}
+	return out
+}

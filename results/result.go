@@ -57,6 +57,8 @@ type Result struct {
 	Figures map[string]float64 `json:"figures,omitempty"`
 	Splats  []Splat            `json:"splats,omitempty"`
 	Hang    *Hang              `json:"hang,omitempty"`
+	// Polls says who polled each NAPI over time (the napi_polls sampler).
+	Polls []PollSeries `json:"polls,omitempty"`
 	// Kselftests are the upstream selftests the run's kselftest steps ran.
 	Kselftests []Kselftest `json:"kselftests,omitempty"`
 	// Devices are the guest's network devices after setup and at the end.

@@ -9,15 +9,35 @@ import (
 	"time"
 
 	"napilab/images/wire"
+	"napilab/results"
 )
 
 // metricsGroup names the snapshots taken before and after the timeline:
 // every source the assertions' metrics need, read together.
 const metricsGroup = "metrics"
 
+// pollsGroup names the napi_polls snapshots taken during the timeline.
+const pollsGroup = "napi_polls"
+
+// defaultPollsEvery is the napi_polls sampling period without windowed asserts.
+const defaultPollsEvery = 200 * time.Millisecond
+
+// pollSnapshots returns the napi_polls reads of the timeline, in order.
+func (t *timeline) pollSnapshots() []results.PollSnapshot {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []results.PollSnapshot
+	for _, s := range t.samples {
+		if v, ok := s.Data.Values[wire.SourceNAPIPolls]; ok && (s.Group == pollsGroup || s.Group == metricsGroup) {
+			out = append(out, results.PollSnapshot{T: s.Host, Text: v})
+		}
+	}
+	return out
+}
+
 func (t *timeline) metricSources() []string {
 	srcs := []string{wire.SourceSoftirqs, wire.SourceSoftnet, wire.SourceInterrupts, wire.SourceSNMP,
-		wire.PrefixTasks + "ksoftirqd/", wire.PrefixTasks + "napi/"}
+		wire.PrefixTasks + "ksoftirqd/", wire.PrefixTasks + "napi/", wire.SourceNAPIPolls}
 	for _, m := range t.s.Metrics() {
 		if !slices.Contains(srcs, m.Source) {
 			srcs = append(srcs, m.Source)
@@ -39,6 +59,8 @@ func (t *timeline) samplerGroups() []samplerGroup {
 	for _, sm := range t.s.Samplers {
 		gs = append(gs, samplerGroup{name: sm.Source, sources: []string{sm.Source}, every: sm.Every.D()})
 	}
+	// Who polled each NAPI, for every run's report (and the polls assertions).
+	gs = append(gs, samplerGroup{name: pollsGroup, sources: []string{wire.SourceNAPIPolls}, every: t.pollsEvery()})
 	for i, a := range t.s.Asserts {
 		if a.Threads != nil {
 			f := fileSource(a.Threads.Netns, a.Threads.Path)
@@ -96,4 +118,10 @@ func (t *timeline) writeSamples(path string) error {
 	}
 	t.mu.Unlock()
 	return f.Close()
+}
+
+// pollsEvery is the napi_polls period: fine enough that every windowed
+// assertion's window holds several snapshots.
+func (t *timeline) pollsEvery() time.Duration {
+	return defaultPollsEvery
 }

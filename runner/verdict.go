@@ -49,6 +49,7 @@ func (r *run) finish(err error) {
 		r.tl.writeSamples(filepath.Join(r.cfg.OutDir, "samples.jsonl"))
 		res.Loads = r.tl.loadResults()
 		res.Figures = r.tl.figures(r.s.Machine.CPUs)
+		res.Polls = results.PollRates(r.tl.pollSnapshots())
 		res.Kselftests = r.tl.kselftests
 	}
 	if r.vm != nil {
