@@ -90,6 +90,13 @@ type Assert struct {
 	Measured string `json:"measured"`
 	Bound    string `json:"bound"`
 	Detail   string `json:"detail,omitempty"`
+	// Window says which part of the timeline the assertion looked at (empty:
+	// all of it); Spans are those parts, seconds since the timeline began.
+	Window string       `json:"window,omitempty"`
+	Spans  [][2]float64 `json:"spans,omitempty"`
+	// Unmeasured marks an assertion the lab could not evaluate (no samples
+	// in its window, a source that failed): its failure is the lab's, an ERROR.
+	Unmeasured bool `json:"unmeasured,omitempty"`
 }
 
 // Reason is how a failed assertion reads among a result's Reasons.

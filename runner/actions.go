@@ -16,20 +16,11 @@ import (
 func (t *timeline) action(ctx context.Context, st *scenarios.Step, i int) error {
 	switch {
 	case st.Write != nil:
-		v := st.Write.Value
-		if len(st.Write.Values) > 0 {
-			v = st.Write.Values[i%len(st.Write.Values)]
-		}
-		return t.ctl.call(ctx, wire.OpWrite, wire.File{Path: st.Write.Path, Netns: st.Write.Netns, Value: v}, nil)
+		return t.ctl.call(ctx, wire.OpWrite, wire.File{Path: st.Write.Path, Netns: st.Write.Netns, Value: st.Value(i)}, nil)
 	case st.Link != nil:
-		up := st.Link.State == "up" || st.Link.State == "toggle" && i%2 == 1
-		return t.ctl.call(ctx, wire.OpLink, wire.Link{Dev: st.Link.Dev, Netns: st.Link.Netns, Up: up}, nil)
+		return t.ctl.call(ctx, wire.OpLink, wire.Link{Dev: st.Link.Dev, Netns: st.Link.Netns, Up: st.Value(i) == "up"}, nil)
 	case st.GRO != nil:
-		on := i%2 == 1
-		if st.GRO.On != nil {
-			on = *st.GRO.On
-		}
-		return t.ctl.call(ctx, wire.OpFeature, wire.Feature{Dev: st.GRO.Dev, Netns: st.GRO.Netns, Feature: "rx-gro", On: on}, nil)
+		return t.ctl.call(ctx, wire.OpFeature, wire.Feature{Dev: st.GRO.Dev, Netns: st.GRO.Netns, Feature: "rx-gro", On: st.Value(i) == "on"}, nil)
 	case st.Channels != nil:
 		n := st.Channels.Values[i%len(st.Channels.Values)]
 		return t.ctl.call(ctx, wire.OpChannels, wire.Channels{Dev: st.Channels.Dev, Netns: st.Channels.Netns, Combined: n}, nil)
@@ -55,15 +46,10 @@ func (t *timeline) action(ctx context.Context, st *scenarios.Step, i int) error 
 		case <-time.After(st.Sleep.D()):
 		}
 	case st.Sysctl != nil:
-		v := cycle(st.Sysctl.Value, st.Sysctl.Values, i)
 		p := "/proc/sys/" + strings.ReplaceAll(st.Sysctl.Name, ".", "/")
-		return t.ctl.call(ctx, wire.OpWrite, wire.File{Path: p, Netns: st.Sysctl.Netns, Value: v}, nil)
+		return t.ctl.call(ctx, wire.OpWrite, wire.File{Path: p, Netns: st.Sysctl.Netns, Value: st.Value(i)}, nil)
 	case st.XDP != nil:
-		on := i%2 == 0
-		if st.XDP.On != nil {
-			on = *st.XDP.On
-		}
-		return t.ctl.call(ctx, wire.OpXDP, wire.XDP{Dev: st.XDP.Dev, Netns: st.XDP.Netns, Attach: on, Mode: st.XDP.Mode}, nil)
+		return t.ctl.call(ctx, wire.OpXDP, wire.XDP{Dev: st.XDP.Dev, Netns: st.XDP.Netns, Attach: st.Value(i) == "attach", Mode: st.XDP.Mode}, nil)
 	case st.RPS != nil:
 		r := st.RPS
 		for _, q := range queuesOr0(r.Queues) {
@@ -100,13 +86,6 @@ func (t *timeline) action(ctx context.Context, st *scenarios.Step, i int) error 
 		}
 	}
 	return nil
-}
-
-func cycle(one string, many []string, i int) string {
-	if len(many) > 0 {
-		return many[i%len(many)]
-	}
-	return one
 }
 
 func queuesOr0(q []int) []int {

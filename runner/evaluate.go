@@ -20,6 +20,13 @@ func assertName(a *scenarios.Assert, def string) string {
 // evaluate checks one assertion against what the timeline recorded.
 func (t *timeline) evaluate(a *scenarios.Assert) results.Assert {
 	switch {
+	case a.During != nil:
+		return t.evalDuring(a, results.Assert{Name: assertName(a, defaultName(a)), Kind: kindOf(a), Line: a.Pos.Line})
+	case a.Each != "":
+		return t.evalEach(a, results.Assert{Name: assertName(a, defaultName(a)), Kind: kindOf(a), Line: a.Pos.Line})
+	case a.Polls != nil:
+		p := a.Polls
+		return t.evalBound(a, "polls", defaultName(a), &scenarios.Bound{Metric: p.Metric(p.Context.Fixed), Min: p.Min, Max: p.Max}, false)
 	case a.Threads != nil:
 		return t.evalThreads(a)
 	case a.NoStall != nil:
@@ -36,6 +43,52 @@ func (t *timeline) evaluate(a *scenarios.Assert) results.Assert {
 		return t.evalLatency(a)
 	}
 	return results.Assert{Name: assertName(a, "unknown"), Line: a.Pos.Line, Measured: "not evaluated", Bound: "a known assertion"}
+}
+
+// kindOf names an assertion's kind as results record it.
+func kindOf(a *scenarios.Assert) string {
+	switch {
+	case a.Grows != nil:
+		return "grows"
+	case a.Delta != nil:
+		return "delta"
+	case a.Rate != nil:
+		return "rate"
+	case a.Ratio != nil:
+		return "ratio"
+	case a.Polls != nil:
+		return "polls"
+	}
+	return "unknown"
+}
+
+// defaultName names a metric assertion that has no name:.
+func defaultName(a *scenarios.Assert) string {
+	switch {
+	case a.Grows != nil:
+		return a.Grows.Metric + " grows"
+	case a.Delta != nil:
+		return a.Delta.Metric + " delta"
+	case a.Rate != nil:
+		return a.Rate.Metric + " rate"
+	case a.Ratio != nil:
+		return a.Ratio.Num + " / " + a.Ratio.Den
+	case a.Polls != nil:
+		what := "polls"
+		if a.Polls.Packets {
+			what = "packets polled"
+		}
+		target := a.Polls.NAPI
+		if a.Polls.Dev != "" {
+			target = a.Polls.Dev
+		}
+		ctx := a.Polls.Context.Fixed
+		if ctx == "" {
+			ctx = "the expected context"
+		}
+		return fmt.Sprintf("%s of %s in %s", what, target, ctx)
+	}
+	return "unknown"
 }
 
 // flipPeriod is the shortest period at which the timeline writes path: a

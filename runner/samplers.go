@@ -60,7 +60,7 @@ func (t *timeline) samplerGroups() []samplerGroup {
 		gs = append(gs, samplerGroup{name: sm.Source, sources: []string{sm.Source}, every: sm.Every.D()})
 	}
 	// Who polled each NAPI, for every run's report (and the polls assertions).
-	gs = append(gs, samplerGroup{name: pollsGroup, sources: []string{wire.SourceNAPIPolls}, every: t.pollsEvery()})
+	gs = append(gs, samplerGroup{name: pollsGroup, sources: t.windowSources(), every: t.pollsEvery()})
 	for i, a := range t.s.Asserts {
 		if a.Threads != nil {
 			f := fileSource(a.Threads.Netns, a.Threads.Path)
@@ -118,10 +118,4 @@ func (t *timeline) writeSamples(path string) error {
 	}
 	t.mu.Unlock()
 	return f.Close()
-}
-
-// pollsEvery is the napi_polls period: fine enough that every windowed
-// assertion's window holds several snapshots.
-func (t *timeline) pollsEvery() time.Duration {
-	return defaultPollsEvery
 }

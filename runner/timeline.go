@@ -55,13 +55,20 @@ type timeline struct {
 	loads   map[string]*activeLoad
 	stats   map[string]*loadResult
 	samples []sampleRec
-	rng     *rand.Rand // jitter, seeded from the scenario (guarded by mu)
+	iters   map[*scenarios.Step][]iteration // each repetition's start and value
+	rng     *rand.Rand                      // jitter, seeded from the scenario (guarded by mu)
 
 	ksTimeouts map[string]time.Duration     // per-test timeout by kselftest collection
 	outDir     string                       // the run folder: kselftests/<test>.log, exec/<line>-<run>.log
 	slow       bool                         // an emulated CPU (TCG): tests may relax timing
 	kselftests []results.Kselftest          // guarded by mu
 	execLogs   map[*scenarios.Step]*execLog // exec steps' outputs, guarded by mu
+}
+
+// iteration is one repetition of a step's action.
+type iteration struct {
+	t     float64 // seconds since the timeline began, when the action was issued
+	value string  // what it set (scenarios.Step.Value)
 }
 
 type span struct {
@@ -89,7 +96,7 @@ type loadResult struct {
 
 func newTimeline(s *scenarios.Scenario, seed int64, ctl *control, host *hostNet, logf func(string, ...any)) *timeline {
 	return &timeline{s: s, ctl: ctl, host: host, logf: logf, rng: rand.New(rand.NewPCG(uint64(seed), 0x6e617069)),
-		loads: map[string]*activeLoad{}, stats: map[string]*loadResult{}}
+		loads: map[string]*activeLoad{}, stats: map[string]*loadResult{}, iters: map[*scenarios.Step][]iteration{}}
 }
 
 // jitter returns a random extra delay in [0, max).
@@ -304,6 +311,9 @@ func (t *timeline) repeatUntil(ctx context.Context, st *scenarios.Step, name str
 			}
 		}
 		actx, cancel := context.WithTimeout(ctx, deadline)
+		t.mu.Lock()
+		t.iters[st] = append(t.iters[st], iteration{t: time.Since(t.start).Seconds(), value: st.Value(i)})
+		t.mu.Unlock()
 		err := t.action(actx, st, i)
 		timedOut := actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		cancel()

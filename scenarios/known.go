@@ -13,6 +13,7 @@ import (
 var (
 	typeOfScenario = reflect.TypeOf(Scenario{})
 	typeDuration   = reflect.TypeOf(Duration(0))
+	typePollCtx    = reflect.TypeOf(PollContext{})
 	unmarshaler    = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 )
 
@@ -33,6 +34,9 @@ func checkKnown(n *yaml.Node, t reflect.Type, where string, c *collector) {
 			c.at(n.Line, n.Column, "bad duration %q%s: want a number with a unit, like 100ms or 10s", n.Value, in(where))
 		}
 		return
+	}
+	if t == typePollCtx && n.Kind == yaml.MappingNode {
+		t = reflect.TypeOf(PollContext{}.ByValue) // written value -> context
 	}
 	custom := reflect.PointerTo(t).Implements(unmarshaler)
 	if custom && n.Kind == yaml.ScalarNode {

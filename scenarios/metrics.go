@@ -22,6 +22,10 @@ func (s *Scenario) Metrics() []results.MetricRef {
 		case a.Ratio != nil:
 			add(a.Ratio.Num)
 			add(a.Ratio.Den)
+		case a.Polls != nil:
+			for _, ctx := range a.Polls.Context.Contexts() {
+				add(a.Polls.Metric(ctx))
+			}
 		}
 	}
 	return out

@@ -262,7 +262,15 @@ type Assert struct {
 	Latency *Latency `yaml:"latency"`
 	Rate    *Bound   `yaml:"rate"`
 	Ratio   *Ratio   `yaml:"ratio"`
-	Pos     Pos      `yaml:"-"`
+	Polls   *Polls   `yaml:"polls"`
+	// During evaluates a metric assertion (grows, delta, rate, ratio,
+	// polls) over a window of the timeline instead of all of it.
+	During *Window `yaml:"during"`
+	// Each evaluates it after every repetition of the named step, over
+	// Within from the repetition's start.
+	Each   string   `yaml:"each"`
+	Within Duration `yaml:"within"`
+	Pos    Pos      `yaml:"-"`
 }
 
 // NoSplat fails on any kernel splat not in Allow.

@@ -1,6 +1,8 @@
 package scenarios
 
 import (
+	"napilab/results"
+
 	"encoding/json"
 
 	"github.com/invopop/jsonschema"
@@ -40,4 +42,14 @@ func (Endpoint) JSONSchema() *jsonschema.Schema {
 		{Type: "string", Enum: []any{"host"}, Description: "the host, through the NIC's tap"},
 		{Type: "object", Properties: props, AdditionalProperties: jsonschema.FalseSchema},
 	}}
+}
+
+// JSONSchema describes a poll context or a mapping of written values to contexts.
+func (PollContext) JSONSchema() *jsonschema.Schema {
+	ctx := &jsonschema.Schema{Type: "string", Enum: []any{}}
+	for _, c := range results.PollContexts {
+		ctx.Enum = append(ctx.Enum, c)
+	}
+	return &jsonschema.Schema{OneOf: []*jsonschema.Schema{
+		ctx, {Type: "object", AdditionalProperties: ctx, Description: "the context expected after each value the each: step writes"}}}
 }

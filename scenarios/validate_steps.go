@@ -174,13 +174,13 @@ func (k *checker) assert(a *Assert) {
 	c, p := k.c, a.Pos
 	n := 0
 	for _, set := range []bool{a.NoSplat != nil, a.Threads != nil, a.NoStall != nil, a.Grows != nil,
-		a.Delta != nil, a.Rate != nil, a.Ratio != nil, a.Latency != nil} {
+		a.Delta != nil, a.Rate != nil, a.Ratio != nil, a.Latency != nil, a.Polls != nil} {
 		if set {
 			n++
 		}
 	}
 	if n != 1 {
-		c.add(p, "an assert needs exactly one of no-splat, threads-while, no-stall, grows, delta, rate, ratio, latency")
+		c.add(p, "an assert needs exactly one of no-splat, threads-while, no-stall, grows, delta, rate, ratio, latency, polls")
 		return
 	}
 	metric := func(name string) {
@@ -238,7 +238,11 @@ func (k *checker) assert(a *Assert) {
 		metric(a.Ratio.Num)
 		metric(a.Ratio.Den)
 		bounds(a.Ratio.Min, a.Ratio.Max)
+	case a.Polls != nil:
+		k.polls(a)
+		bounds(a.Polls.Min, a.Polls.Max)
 	}
+	k.window(a)
 }
 
 // errnoAliases are names that share a number with the one ErrnoName gives.

@@ -1,0 +1,261 @@
+package runner
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"napilab/images/wire"
+	"napilab/results"
+	"napilab/scenarios"
+)
+
+// Windowed assertions read the snapshots taken during the timeline (the
+// napi_polls group carries every source they need) instead of the two
+// taken around it.
+
+// windowSpan returns a during: window in seconds since the timeline began.
+func (t *timeline) windowSpan(w *scenarios.Window) (from, to float64, err error) {
+	span := func(name string) (span, error) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		for _, sp := range t.spans {
+			if sp.name == name {
+				return sp, nil
+			}
+		}
+		return span{}, fmt.Errorf("step %q did not run", name)
+	}
+	at := func(name string, end bool) (float64, error) {
+		sp, err := span(name)
+		if end {
+			return sp.end.Sub(t.start).Seconds(), err
+		}
+		return sp.start.Sub(t.start).Seconds(), err
+	}
+	switch {
+	case w.Step != "":
+		if from, err = at(w.Step, false); err == nil {
+			to, err = at(w.Step, true)
+		}
+	case w.After != "":
+		from, err = at(w.After, true)
+		to = from + w.For.D().Seconds()
+	default:
+		if from, err = at(w.From, false); err == nil {
+			to, err = at(w.To, true)
+		}
+	}
+	return from + w.Skip.D().Seconds(), to, err
+}
+
+// metricIn is a metric's change between the first and the last snapshot
+// taken inside [from, to], and the seconds between those snapshots.
+func (t *timeline) metricIn(name string, from, to float64) (delta, secs float64, err error) {
+	m, err := results.ParseMetric(name)
+	if err != nil {
+		return 0, 0, err
+	}
+	t.mu.Lock()
+	var in []sampleRec
+	for _, s := range t.samples {
+		if _, ok := s.Data.Values[m.Source]; ok && s.Host >= from && s.Host <= to {
+			in = append(in, s)
+		}
+	}
+	t.mu.Unlock()
+	sort.Slice(in, func(i, j int) bool { return in[i].Host < in[j].Host })
+	if len(in) < 2 {
+		return 0, 0, fmt.Errorf("%d snapshots of %s in %.2f-%.2fs, want 2", len(in), m.Source, from, to)
+	}
+	first, last := in[0], in[len(in)-1]
+	a, err := metricValue(m, first.Data)
+	if err != nil {
+		return 0, 0, err
+	}
+	b, err := metricValue(m, last.Data)
+	if err != nil {
+		return 0, 0, err
+	}
+	return b - a, last.Host - first.Host, nil
+}
+
+// windowBounds is what a windowed assertion bounds: a value measured over a
+// span, the bounds, and how the value is named.
+type windowBounds struct {
+	min, max *float64
+	measure  func(ctx string, from, to float64) (float64, error)
+	unit     string
+}
+
+func (t *timeline) windowed(a *scenarios.Assert) windowBounds {
+	delta := func(metric string) func(string, float64, float64) (float64, error) {
+		return func(_ string, from, to float64) (float64, error) {
+			d, _, err := t.metricIn(metric, from, to)
+			return d, err
+		}
+	}
+	switch {
+	case a.Grows != nil:
+		m := max(a.Grows.Min, 1)
+		return windowBounds{min: &m, measure: delta(a.Grows.Metric)}
+	case a.Delta != nil:
+		return windowBounds{min: a.Delta.Min, max: a.Delta.Max, measure: delta(a.Delta.Metric)}
+	case a.Rate != nil:
+		return windowBounds{min: a.Rate.Min, max: a.Rate.Max, unit: "/s", measure: func(_ string, from, to float64) (float64, error) {
+			d, secs, err := t.metricIn(a.Rate.Metric, from, to)
+			if err == nil && secs <= 0 {
+				err = fmt.Errorf("no time between the snapshots")
+			}
+			return d / secs, err
+		}}
+	case a.Ratio != nil:
+		return windowBounds{min: a.Ratio.Min, max: a.Ratio.Max, measure: func(_ string, from, to float64) (float64, error) {
+			num, _, err := t.metricIn(a.Ratio.Num, from, to)
+			if err != nil {
+				return 0, err
+			}
+			den, _, err := t.metricIn(a.Ratio.Den, from, to)
+			if err == nil && den == 0 {
+				err = fmt.Errorf("%s did not change", a.Ratio.Den)
+			}
+			return num / den, err
+		}}
+	}
+	p := a.Polls
+	return windowBounds{min: p.Min, max: p.Max, measure: func(ctx string, from, to float64) (float64, error) {
+		d, _, err := t.metricIn(p.Metric(ctx), from, to)
+		return d, err
+	}}
+}
+
+// evalDuring checks an assertion over its during: window.
+func (t *timeline) evalDuring(a *scenarios.Assert, r results.Assert) results.Assert {
+	r.Window = a.During.String()
+	from, to, err := t.windowSpan(a.During)
+	if err == nil && to <= from {
+		err = fmt.Errorf("the window %.2f-%.2fs is empty", from, to)
+	}
+	if err != nil {
+		r.Measured, r.Unmeasured = err.Error(), true
+		return r
+	}
+	r.Spans = [][2]float64{{from, to}}
+	wb := t.windowed(a)
+	r.Bound = bound(wb.min, wb.max)
+	ctx := ""
+	if a.Polls != nil {
+		ctx = a.Polls.Context.Fixed
+	}
+	v, err := wb.measure(ctx, from, to)
+	if err != nil {
+		r.Measured, r.Unmeasured = err.Error(), true
+		return r
+	}
+	r.Measured = fmt.Sprintf("%.4g%s in %.2f-%.2fs", v, wb.unit, from, to)
+	r.Passed = within(v, wb.min, wb.max)
+	return r
+}
+
+// maxSpans bounds the windows an each: assertion records for the report.
+const maxSpans = 50
+
+// evalEach checks an assertion after every repetition of its each: step.
+func (t *timeline) evalEach(a *scenarios.Assert, r results.Assert) results.Assert {
+	r.Window = fmt.Sprintf("%v after each repetition of %q", a.Within.D(), a.Each)
+	st := t.s.StepNames()[a.Each]
+	t.mu.Lock()
+	iters := append([]iteration(nil), t.iters[st]...)
+	t.mu.Unlock()
+	wb := t.windowed(a)
+	r.Bound = bound(wb.min, wb.max) + " in every window"
+	end := t.elapsed()
+	var checked, failed, unmeasured int
+	var bad []string
+	for i, it := range iters {
+		ctx := ""
+		if p := a.Polls; p != nil {
+			ctx = p.Context.Fixed
+			if p.Context.ByValue != nil {
+				if ctx = p.Context.ByValue[it.value]; ctx == "" {
+					continue // a value the assertion says nothing about
+				}
+			}
+		}
+		from, to := it.t, it.t+a.Within.D().Seconds()
+		if to > end {
+			continue // the timeline ended inside the window
+		}
+		v, err := wb.measure(ctx, from, to)
+		if err != nil {
+			unmeasured++
+			continue
+		}
+		checked++
+		if within(v, wb.min, wb.max) {
+			continue
+		}
+		failed++
+		if len(r.Spans) < maxSpans {
+			r.Spans = append(r.Spans, [2]float64{from, to})
+		}
+		if len(bad) < 3 {
+			what := ""
+			if ctx != "" {
+				what = " " + ctx
+			}
+			bad = append(bad, fmt.Sprintf("repetition %d (%s) at %.2fs: %.4g%s%s", i+1, it.value, from, v, wb.unit, what))
+		}
+	}
+	r.Measured = fmt.Sprintf("%d of %d windows in bounds", checked-failed, checked)
+	if unmeasured > 0 {
+		r.Measured += fmt.Sprintf(" (%d without two snapshots)", unmeasured)
+	}
+	r.Detail = strings.Join(bad, "; ")
+	switch {
+	case failed > 0:
+		// A kernel that misbehaved in a measured window fails, whatever else.
+	case checked == 0 || unmeasured > checked:
+		r.Unmeasured = true
+	default:
+		r.Passed = true
+	}
+	return r
+}
+
+// pollsEvery is the napi_polls period: fine enough that every windowed
+// assertion's window holds about five snapshots, never below 20 ms.
+func (t *timeline) pollsEvery() time.Duration {
+	every := defaultPollsEvery
+	for _, a := range t.s.Asserts {
+		var w time.Duration
+		switch {
+		case a.Each != "":
+			w = a.Within.D()
+		case a.During != nil && a.During.After != "":
+			w = a.During.For.D() - a.During.Skip.D()
+		default:
+			continue
+		}
+		every = min(every, w/5)
+	}
+	return max(every, 20*time.Millisecond)
+}
+
+// windowSources are the sources windowed assertions read, sampled with napi_polls.
+func (t *timeline) windowSources() []string {
+	srcs := []string{wire.SourceNAPIPolls}
+	for _, a := range t.s.Asserts {
+		if a.During == nil && a.Each == "" {
+			continue
+		}
+		for _, m := range (&scenarios.Scenario{Asserts: []*scenarios.Assert{a}}).Metrics() {
+			if !slices.Contains(srcs, m.Source) {
+				srcs = append(srcs, m.Source)
+			}
+		}
+	}
+	return srcs
+}

@@ -1,0 +1,179 @@
+package scenarios
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"napilab/results"
+)
+
+// polls checks a polls assertion: one NAPI or one device the topology
+// declares, and contexts the lab observes.
+func (k *checker) polls(a *Assert) {
+	c, p, pl := k.c, a.Pos, a.Polls
+	if (pl.NAPI == "") == (pl.Dev == "") {
+		c.add(p, "polls needs exactly one of napi: (<dev>/<napi>, e.g. eth0/rx-0) and dev:")
+		return
+	}
+	dev, napi := pl.Target()
+	if napi == "" || !results.ValidNAPIName(napi) {
+		c.add(p, "polls napi %q: want <dev>/rx-<queue>, <dev>/backlog or <dev>/any", pl.NAPI)
+		return
+	}
+	if !k.declared(dev) {
+		c.add(p, "polls: no device %q in the topology (nics and veth ends)", dev)
+	}
+	if q, ok := strings.CutPrefix(napi, "rx-"); ok {
+		if n := k.queues(dev); n > 0 && atoi(q) >= n {
+			c.add(p, "polls napi %q: %s has %d queue(s)", pl.NAPI, dev, n)
+		}
+	}
+	if pl.Context.ByValue != nil && a.Each == "" {
+		c.add(p, "polls context by value needs each: (the step whose values pick the context)")
+	}
+	ctxs := pl.Context.Contexts()
+	if len(ctxs) == 0 || slices.Contains(ctxs, "") {
+		c.add(p, "polls needs context: one of %s", strings.Join(results.PollContexts, ", "))
+		return
+	}
+	for _, ctx := range ctxs {
+		if !slices.Contains(results.PollContexts, ctx) {
+			c.add(p, "polls context %q: want one of %s", ctx, strings.Join(results.PollContexts, ", "))
+			continue
+		}
+		if _, err := results.ParseMetric(pl.Metric(ctx)); err != nil {
+			c.add(p, "%v", err)
+		}
+	}
+}
+
+// declared says whether a NIC or a veth end (in any netns) has that name.
+func (k *checker) declared(dev string) bool {
+	for key := range k.devs {
+		if _, name, _ := strings.Cut(key, "/"); name == dev {
+			return true
+		}
+	}
+	return false
+}
+
+// queues returns a declared device's RX queue count, 0 when unknown.
+func (k *checker) queues(dev string) int {
+	for _, n := range k.s.Topology.NICs {
+		if n.Name == dev {
+			return n.Queues
+		}
+	}
+	for _, v := range k.s.Topology.Veths {
+		if v.Name == dev || v.Peer.Name == dev {
+			return max(v.Queues, 1)
+		}
+	}
+	return 0
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// window checks during: and each: against the timeline's step names.
+func (k *checker) window(a *Assert) {
+	c, p := k.c, a.Pos
+	if a.During == nil && a.Each == "" {
+		if a.Within != 0 {
+			c.add(p, "within: needs each:")
+		}
+		return
+	}
+	if !a.Windowed() {
+		c.add(p, "during: and each: apply to grows, delta, rate, ratio and polls assertions")
+		return
+	}
+	if a.During != nil && a.Each != "" {
+		c.add(p, "use during: or each:, not both")
+		return
+	}
+	names := map[string]int{}
+	eachStep(k.s.Timeline, func(st *Step) {
+		if st.Name != "" {
+			names[st.Name]++
+		}
+	})
+	ref := func(what, name string) *Step {
+		switch names[name] {
+		case 0:
+			c.add(p, "%s %q: no step has that name (steps are named with name:)", what, name)
+			return nil
+		case 1:
+			return k.s.StepNames()[name]
+		}
+		c.add(p, "%s %q: %d steps share that name", what, name, names[name])
+		return nil
+	}
+	if a.Each != "" {
+		st := ref("each", a.Each)
+		if st != nil && st.Every == 0 {
+			c.add(p, "each %q: the step does not repeat (no every:)", a.Each)
+		}
+		if a.Within.D() < 10*time.Millisecond {
+			c.add(p, "each needs within: of at least 10ms (the span after every repetition)")
+		}
+		if st != nil && st.Every > 0 && a.Within > st.Every {
+			c.add(p, "within %v is longer than the step's period %v: repetitions would overlap", a.Within.D(), st.Every.D())
+		}
+		if pl := a.Polls; st != nil && pl != nil && pl.Context.ByValue != nil {
+			for v := range pl.Context.ByValue {
+				if !k.stepWrites(st, v) {
+					c.add(p, "context for value %q: step %q never sets that value", v, a.Each)
+				}
+			}
+		}
+		return
+	}
+	w := a.During
+	forms := 0
+	if w.Step != "" {
+		forms++
+		ref("during step", w.Step)
+	}
+	if w.After != "" {
+		forms++
+		ref("during after", w.After)
+		if w.For <= 0 {
+			c.add(p, "during after: needs for: (how long the window lasts)")
+		}
+	}
+	if w.From != "" || w.To != "" {
+		forms++
+		if w.From == "" || w.To == "" {
+			c.add(p, "during from: needs to: and the other way round")
+		} else {
+			ref("during from", w.From)
+			ref("during to", w.To)
+		}
+	}
+	if forms != 1 {
+		c.add(p, "during needs exactly one of step:, after: (with for:), from: with to:")
+	}
+	if w.For > 0 && w.After == "" {
+		c.add(p, "during for: goes with after:")
+	}
+	if w.Skip < 0 || w.For > 0 && w.Skip >= w.For {
+		c.add(p, "during skip %v leaves nothing of the window", w.Skip.D())
+	}
+}
+
+// stepWrites says whether some iteration of st sets value v.
+func (k *checker) stepWrites(st *Step, v string) bool {
+	for i := 0; i < 64; i++ {
+		if st.Value(i) == v {
+			return true
+		}
+	}
+	return false
+}
