@@ -36,7 +36,7 @@ func TestLoadSpecStock(t *testing.T) {
 		Description: "Debian linux-source-6.1, no patches, tinyconfig + the lab fragments.",
 		Base:        Base{Tarball: "/usr/src/linux-source-6.1.tar.xz", Package: "linux-source-6.1"},
 		Config: Config{Base: "tinyconfig", Fragments: []string{"configs/base.config",
-			"configs/virtio.config", "configs/net.config", "configs/debug.config"}},
+			"configs/virtio.config", "configs/net.config", "configs/debug.config", "configs/trace.config"}},
 		Path: "stock-6.1.yaml",
 	}
 	if !reflect.DeepEqual(spec, want) {
