@@ -21,11 +21,14 @@ const (
 	SourceInterrupts = "interrupts"
 	SourceSNMP       = "snmp"
 	SourceNetdev     = "netdev"
+	SourceQdisc      = "qdisc" // the root namespace's qdiscs; QdiscPrefix + netns for another namespace
+	QdiscPrefix      = "qdisc:"
 	TasksPrefix      = "tasks:"
 )
 
 // ParseSource parses the text of an agent sample source.
-// source is one of: "softirqs", "softnet_stat", "interrupts", "snmp", or "tasks:<prefix>".
+// source is one of: "softirqs", "softnet_stat", "interrupts", "snmp", "netdev",
+// "qdisc", "qdisc:<netns>" or "tasks:<prefix>".
 // A "#N" suffix (the agent's key for a second read of a source) is ignored.
 func ParseSource(source, text string) (Series, error) {
 	src := source
@@ -53,10 +56,12 @@ func ParseSource(source, text string) (Series, error) {
 		return parseNetdev(text)
 	case src == SourceNAPIPolls:
 		return parsePolls(text)
+	case src == SourceQdisc || strings.HasPrefix(src, QdiscPrefix):
+		return parseQdisc(text)
 	case strings.HasPrefix(src, TasksPrefix):
 		return parseTasks(text)
 	}
-	return nil, fmt.Errorf("unknown source %q, want softirqs, softnet_stat, interrupts, snmp, netdev, napi_polls or tasks:<prefix>", source)
+	return nil, fmt.Errorf("unknown source %q, want softirqs, softnet_stat, interrupts, snmp, netdev, napi_polls, qdisc[:<netns>] or tasks:<prefix>", source)
 }
 
 // Value returns a field's value on one CPU (cpu >= 0) or summed over CPUs (cpu < 0).
@@ -133,7 +138,7 @@ var (
 	softirqNames  = []string{"HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"}
 	softnetFields = []string{"processed", "dropped", "time_squeeze", "received_rps", "flow_limit_count",
 		"backlog_len", "input_qlen", "process_qlen"}
-	familyNames = []string{"softirqs", "softnet", "interrupts", "snmp", "netdev", "ksoftirqd", "napi"}
+	familyNames = []string{"softirqs", "softnet", "interrupts", "snmp", "netdev", "qdisc", "ksoftirqd", "napi"}
 	families    = map[string]family{
 		"softirqs":   {SourceSoftirqs, softirqNames, true},
 		"softnet":    {SourceSoftnet, softnetFields, true},
@@ -146,10 +151,13 @@ var (
 )
 
 // ParseMetric parses "<source>.<field>[.cpuN]" (see KnownMetrics). It checks the
-// source and, where they are fixed (softirqs, softnet, ksoftirqd, napi), the
-// field; interrupts and snmp fields are only checked for shape.
+// source and, where they are fixed (softirqs, softnet, ksoftirqd, napi, qdisc
+// counters), the field; interrupts and snmp fields are only checked for shape.
 func ParseMetric(name string) (MetricRef, error) {
 	src, rest, _ := strings.Cut(name, ".")
+	if src == "qdisc" {
+		return parseQdiscMetric(name, rest)
+	}
 	if src == "napi" {
 		if what, r, _ := strings.Cut(rest, "."); what == "polls" || what == "packets" {
 			return parsePollMetric(name, what, r)
@@ -237,6 +245,9 @@ var KnownMetrics = []MetricDoc{
 		"interrupts: named rows (CAL function-call IPIs, RES, LOC, TLB, NMI, ERR) or IRQ action names (virtio2-input.0), summed over IRQs sharing a name"},
 	{"netdev.<dev>.<counter>", "/proc/net/dev", "count", false,
 		"per-device counters of the root namespace: rx_packets, rx_bytes, rx_drop, rx_errs, tx_packets, tx_drop, ... (netdev.eth0.rx_packets)"},
+	{"qdisc.<dev>.<counter>", "tc -s qdisc (netlink)", "count", false,
+		"the root qdisc's " + strings.Join(qdiscCounters, ", ") + " (backlog in bytes and qlen are gauges); " +
+			"qdisc.<netns>/<dev>.<counter> in a netns (qdisc.a/vtx.requeues); mq sums its per-queue qdiscs; a replaced qdisc starts from 0"},
 	{"snmp.<Group>.<Name>", "/proc/net/snmp", "count", false,
 		"protocol counters such as Udp.InDatagrams, Udp.RcvbufErrors, Ip.InReceives (Tcp.MaxConn is -1)"},
 	{"ksoftirqd.cpu_seconds[.cpuN]", "/proc/PID/stat of ksoftirqd/N", "seconds", true,

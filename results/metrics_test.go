@@ -21,6 +21,9 @@ func TestParseMetric(t *testing.T) {
 		{"ksoftirqd.cpu_seconds", MetricRef{Source: "tasks:ksoftirqd/", Field: "total", CPU: -1}},
 		{"ksoftirqd.cpu_seconds.cpu1", MetricRef{Source: "tasks:ksoftirqd/", Field: "ksoftirqd/1", CPU: 1}},
 		{"napi.cpu_seconds", MetricRef{Source: "tasks:napi/", Field: "total", CPU: -1}},
+		{"qdisc.eth0.requeues", MetricRef{Source: "qdisc", Field: "eth0.requeues", CPU: -1}},
+		{"qdisc.eth0.100.drops", MetricRef{Source: "qdisc", Field: "eth0.100.drops", CPU: -1}},
+		{"qdisc.a/vtx.backlog", MetricRef{Source: "qdisc:a", Field: "vtx.backlog", CPU: -1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := ParseMetric(tc.name)
@@ -38,7 +41,7 @@ func TestParseMetric(t *testing.T) {
 func TestParseMetricRejects(t *testing.T) {
 	for _, tc := range []struct{ name, wantErr string }{
 		{"", "unknown metric source"},
-		{"softirq.NET_RX", "want one of softirqs, softnet, interrupts, snmp, netdev, ksoftirqd, napi"},
+		{"softirq.NET_RX", "want one of softirqs, softnet, interrupts, snmp, netdev, qdisc, ksoftirqd, napi"},
 		{"softnet_stat.dropped", "unknown metric source"},
 		{"softirqs", "unknown softirqs field \"\""},
 		{"softirqs.NET_RXX", "want one of HI, TIMER, NET_TX, NET_RX"},
@@ -55,6 +58,14 @@ func TestParseMetricRejects(t *testing.T) {
 		{"snmp.Udp.InDatagrams.cpu0", "not per CPU"},
 		{"ksoftirqd.seconds", "want one of cpu_seconds"},
 		{"napi.cpu_seconds.cpu0", "not per CPU"},
+		{"qdisc", "want qdisc.<dev>.<counter> or qdisc.<netns>/<dev>.<counter>"},
+		{"qdisc.requeues", "want qdisc.<dev>.<counter>"},
+		{"qdisc.eth0.requeue", "unknown qdisc counter \"requeue\" in metric \"qdisc.eth0.requeue\", want one of packets, bytes, drops"},
+		{"qdisc.eth0.requeues.cpu0", "unknown qdisc counter \"cpu0\""},
+		{"qdisc./vtx.drops", "empty netns before /"},
+		{"qdisc.a/.drops", "bad device \"\""},
+		{"qdisc.a/b/c.drops", "bad device \"b/c\""},
+		{"qdisc.et h0.drops", "bad device"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := ParseMetric(tc.name)
@@ -72,7 +83,7 @@ func TestParseMetricRejects(t *testing.T) {
 func TestMetricFrom(t *testing.T) {
 	files := map[string]string{"softirqs": "softirqs-6.1", "softnet_stat": "softnet_stat-6.1",
 		"interrupts": "interrupts-6.1", "snmp": "snmp-6.1",
-		"tasks:ksoftirqd/": "tasks-ksoftirqd", "tasks:napi/": "tasks-napi"}
+		"tasks:ksoftirqd/": "tasks-ksoftirqd", "tasks:napi/": "tasks-napi", "qdisc:t": "qdisc-host"}
 	for _, tc := range []struct {
 		name string
 		want float64
@@ -94,6 +105,10 @@ func TestMetricFrom(t *testing.T) {
 		{"ksoftirqd.cpu_seconds.cpu1", 1.87, true},
 		{"ksoftirqd.cpu_seconds.cpu5", 0, false},
 		{"napi.cpu_seconds", 6.48, true},
+		{"qdisc.t/va.packets", 6, true},
+		{"qdisc.t/two.packets", 4, true}, // mq sums its children
+		{"qdisc.t/vb.requeues", 0, true},
+		{"qdisc.t/vc.requeues", 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := ParseMetric(tc.name)
@@ -114,7 +129,8 @@ func TestMetricFrom(t *testing.T) {
 // TestKnownMetrics checks every documented pattern parses once filled in.
 func TestKnownMetrics(t *testing.T) {
 	fill := strings.NewReplacer("<NAME>", "NET_RX", "<ROW>", "CAL", "<Group>", "Udp", "<Name>", "InDatagrams",
-		"<napi>", "rx-0", "<context>", "kthread")
+		"<napi>", "rx-0", "<context>", "kthread",
+		"<dev>", "eth0", "<counter>", "requeues")
 	for _, d := range KnownMetrics {
 		base, _ := strings.CutSuffix(fill.Replace(d.Pattern), "[.cpuN]")
 		if d.File == "" || d.Unit == "" || d.Meaning == "" {

@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -293,4 +294,69 @@ func parseNetdev(text string) (Series, error) {
 		return nil, fmt.Errorf("no devices in /proc/net/dev text")
 	}
 	return s, nil
+}
+
+// qdiscCounters are the statistics of a qdisc source line, as the agent
+// writes them (images/wire: SourceQdisc).
+var qdiscCounters = []string{"packets", "bytes", "drops", "overlimits", "requeues", "backlog", "qlen"}
+
+// parseQdisc parses the agent's qdisc lines "<dev> <parent> <handle> <kind>
+// name value…" into "<dev>.<name>" fields of each device's root qdisc (parent
+// "root"); the other qdiscs' lines are checked but not kept. No lines is a
+// valid snapshot: a namespace whose devices have no qdisc yet.
+func parseQdisc(text string) (Series, error) {
+	s := Series{}
+	for _, l := range nonEmptyLines(text) {
+		f := strings.Fields(l)
+		if len(f) < 4 || len(f)%2 != 0 {
+			return nil, fmt.Errorf("bad qdisc line %s: want \"dev parent handle kind\" and name/value pairs", quote(l))
+		}
+		dev, root := f[0], f[1] == "root"
+		if _, dup := s[dev+".packets"]; root && dup {
+			return nil, fmt.Errorf("bad qdisc line %s: a second root qdisc on %s", quote(l), dev)
+		}
+		vals := map[string]float64{}
+		for i := 4; i < len(f); i += 2 {
+			v, err := strconv.ParseUint(f[i+1], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("bad qdisc line %s: %s: %w", quote(l), f[i], err)
+			}
+			vals[f[i]] = float64(v)
+		}
+		for _, c := range qdiscCounters {
+			if _, ok := vals[c]; !ok {
+				return nil, fmt.Errorf("bad qdisc line %s: no %s", quote(l), c)
+			}
+		}
+		if root {
+			for name, v := range vals {
+				s[dev+"."+name] = []float64{v}
+			}
+		}
+	}
+	return s, nil
+}
+
+// parseQdiscMetric parses the rest of "qdisc.[<netns>/]<dev>.<counter>".
+func parseQdiscMetric(name, rest string) (MetricRef, error) {
+	i := strings.LastIndexByte(rest, '.')
+	if i <= 0 {
+		return MetricRef{}, fmt.Errorf("bad metric %q, want qdisc.<dev>.<counter> or qdisc.<netns>/<dev>.<counter>", name)
+	}
+	where, counter := rest[:i], rest[i+1:]
+	if !slices.Contains(qdiscCounters, counter) {
+		return MetricRef{}, fmt.Errorf("unknown qdisc counter %q in metric %q, want one of %s", counter, name, strings.Join(qdiscCounters, ", "))
+	}
+	m := MetricRef{Name: name, Source: SourceQdisc, Field: where + "." + counter, CPU: -1}
+	if ns, dev, ok := strings.Cut(where, "/"); ok {
+		m.Source, m.Field = QdiscPrefix+ns, dev+"."+counter
+		where = dev
+		if ns == "" {
+			return MetricRef{}, fmt.Errorf("bad metric %q: empty netns before /", name)
+		}
+	}
+	if where == "" || strings.ContainsAny(where, "/ \t\r\n") {
+		return MetricRef{}, fmt.Errorf("bad device %q in metric %q, want qdisc.<dev>.<counter> or qdisc.<netns>/<dev>.<counter>", where, name)
+	}
+	return m, nil
 }

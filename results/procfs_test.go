@@ -55,6 +55,7 @@ var fixtures = []struct{ source, file string }{
 	{"snmp", "snmp-6.1"},
 	{"tasks:ksoftirqd/", "tasks-ksoftirqd"},
 	{"tasks:napi/", "tasks-napi"},
+	{"qdisc:t", "qdisc-host"},
 }
 
 func readFixture(t testing.TB, file string) string {
@@ -91,6 +92,8 @@ func TestParseSourceFixtures(t *testing.T) {
 		{"tasks-ksoftirqd", 3, map[string][]float64{"ksoftirqd/0": {0.44}, "ksoftirqd/1": {1.87}, "total": {2.31}}, nil},
 		{"tasks-napi", 4, map[string][]float64{"napi/eth0-9": {5.12}, "napi/eth0-10": {0.96},
 			"napi/veth1-11": {0.40}, "total": {6.48}}, nil},
+		{"qdisc-host", 28, map[string][]float64{"two.packets": {4}, "two.bytes": {270}, "va.packets": {6},
+			"va.requeues": {0}, "twop.qlen": {0}, "vb.drops": {0}}, []string{"8014:1.packets", "two"}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			src := ""
@@ -179,6 +182,14 @@ func TestParseSourceRejects(t *testing.T) {
 		{"tasks bad pid", "tasks:k", "x ksoftirqd/0 1 2 0", "invalid syntax"},
 		{"tasks negative ticks", "tasks:k", "12 ksoftirqd/0 1 -2 0", "invalid syntax"},
 		{"tasks total", "tasks:", "12 total 1 1 0", "clashes"},
+		{"qdisc short", "qdisc", "eth0 root 1: pfifo", "no packets"},
+		{"qdisc three words", "qdisc", "eth0 root 1:", "want \"dev parent handle kind\""},
+		{"qdisc odd pairs", "qdisc:a", "eth0 root 1: pfifo packets", "name/value pairs"},
+		{"qdisc not a number", "qdisc", "eth0 root 1: pfifo packets x bytes 0 drops 0 overlimits 0 requeues 0 backlog 0 qlen 0", "packets: strconv.ParseUint"},
+		{"qdisc negative", "qdisc", "eth0 root 1: pfifo packets -1 bytes 0 drops 0 overlimits 0 requeues 0 backlog 0 qlen 0", "invalid syntax"},
+		{"qdisc missing counter", "qdisc", "eth0 root 1: pfifo packets 1 bytes 0 drops 0 overlimits 0 requeues 0 backlog 0", "no qlen"},
+		{"qdisc two roots", "qdisc", "eth0 root 1: pfifo packets 1 bytes 0 drops 0 overlimits 0 requeues 0 backlog 0 qlen 0\n" +
+			"eth0 root 2: pfifo packets 1 bytes 0 drops 0 overlimits 0 requeues 0 backlog 0 qlen 0", "a second root qdisc on eth0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := ParseSource(tc.source, tc.text)
@@ -193,7 +204,7 @@ func TestParseSourceRejects(t *testing.T) {
 }
 
 func FuzzParseSource(f *testing.F) {
-	sources := []string{"softirqs", "softnet_stat", "interrupts", "snmp", "tasks:x"}
+	sources := []string{"softirqs", "softnet_stat", "interrupts", "snmp", "qdisc:t", "tasks:x"}
 	for _, fx := range fixtures {
 		i := slices.Index(sources, fx.source)
 		if i < 0 {
@@ -281,5 +292,39 @@ func TestParseNetdev(t *testing.T) {
 	}
 	if _, err := ParseSource("netdev", "  eth0: 1 2 3\n"); err == nil {
 		t.Error("a short line was accepted")
+	}
+}
+
+func TestParseQdisc(t *testing.T) {
+	const line = "packets 10 bytes 900 drops 2 overlimits 3 requeues 4 backlog 150 qlen 1"
+	for _, tc := range []struct {
+		name, text string
+		want       map[string]float64 // every field, exactly
+	}{
+		{"empty namespace", "", map[string]float64{}},
+		{"root only", "eth0 root 0: pfifo_fast " + line, map[string]float64{"eth0.packets": 10, "eth0.bytes": 900,
+			"eth0.drops": 2, "eth0.overlimits": 3, "eth0.requeues": 4, "eth0.backlog": 150, "eth0.qlen": 1}},
+		{"children and ingress are not kept", "eth0 8001:1 0: pfifo_fast " + line + "\neth0 ingress ffff: ingress " + line,
+			map[string]float64{}},
+		{"unknown names are kept", "lo root 0: noqueue " + line + " new 7\n", map[string]float64{"lo.packets": 10,
+			"lo.bytes": 900, "lo.drops": 2, "lo.overlimits": 3, "lo.requeues": 4, "lo.backlog": 150, "lo.qlen": 1, "lo.new": 7}},
+		{"64-bit bytes", "eth0 root 1: pfifo packets 1 bytes 18446744073709551615 drops 0 overlimits 0 requeues 0 backlog 0 qlen 0",
+			map[string]float64{"eth0.packets": 1, "eth0.bytes": 18446744073709551615, "eth0.drops": 0, "eth0.overlimits": 0,
+				"eth0.requeues": 0, "eth0.backlog": 0, "eth0.qlen": 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := ParseSource("qdisc", tc.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s) != len(tc.want) {
+				t.Errorf("got %d fields, want %d: %v", len(s), len(tc.want), s)
+			}
+			for f, want := range tc.want {
+				if got, ok := s.Value(f, -1); !ok || got != want {
+					t.Errorf("%s = %v, %v; want %v", f, got, ok, want)
+				}
+			}
+		})
 	}
 }

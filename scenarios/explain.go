@@ -178,6 +178,19 @@ func describe(st *Step) (time.Duration, string) {
 			s = map[bool]string{true: "attach", false: "detach"}[*st.XDP.On]
 		}
 		return 0, fmt.Sprintf("XDP_PASS %s on %s%s %s", s, st.XDP.Dev, ns(st.XDP.Netns), st.XDP.Mode)
+	case st.Qdisc != nil:
+		q := st.Qdisc
+		kinds := strings.Join(q.Kind, ", then ")
+		if q.Limit > 0 {
+			kinds += fmt.Sprintf(" limit %d", q.Limit)
+		}
+		switch q.Op {
+		case "delete":
+			return 0, fmt.Sprintf("delete the root qdisc of %s%s (back to the default)", q.Dev, ns(q.Netns))
+		case "add":
+			return 0, fmt.Sprintf("add %s as the root qdisc of %s%s", kinds, q.Dev, ns(q.Netns))
+		}
+		return 0, fmt.Sprintf("replace the root qdisc of %s%s with %s", q.Dev, ns(q.Netns), kinds)
 	case st.RPS != nil:
 		return 0, fmt.Sprintf("rps_cpus of %s rx queues %v = %s", st.RPS.Dev, queuesOr(st.RPS.Queues), strings.Join(st.RPS.CPUs, ", then "))
 	case st.XPS != nil:

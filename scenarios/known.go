@@ -63,6 +63,8 @@ func checkKnown(n *yaml.Node, t reflect.Type, where string, c *collector) {
 		if n.Kind != yaml.SequenceNode {
 			if !custom {
 				c.at(n.Line, n.Column, "%s%s: want a list, got %s", shown(n), in(where), kindName(n))
+			} else if n.Kind == yaml.MappingNode {
+				c.at(n.Line, n.Column, "%s%s: want a string or a list, got %s", shown(n), in(where), kindName(n))
 			}
 			return
 		}

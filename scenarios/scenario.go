@@ -122,7 +122,7 @@ type Endpoint struct {
 
 // Sampler records kernel state every period during the timeline.
 type Sampler struct {
-	Source string   `yaml:"source"` // softirqs, softnet_stat, interrupts, snmp, threads:<prefix>, file:<path>
+	Source string   `yaml:"source"` // softirqs, softnet_stat, interrupts, snmp, netdev, qdisc[:<netns>], threads:<prefix>, file:<path>
 	Every  Duration `yaml:"every"`
 	Pos    Pos      `yaml:"-"`
 }
@@ -145,6 +145,7 @@ type Step struct {
 	Parallel []*Step    `yaml:"parallel"`
 	Wait     *Wait      `yaml:"wait"`
 	XDP      *XDP       `yaml:"xdp"`
+	Qdisc    *Qdisc     `yaml:"qdisc"`
 	RPS      *RPS       `yaml:"rps"`
 	XPS      *XPS       `yaml:"xps"`
 	Sysctl   *Sysctl    `yaml:"sysctl"`
@@ -212,6 +213,18 @@ type XDP struct {
 	Netns string `yaml:"netns"`
 	On    *bool  `yaml:"on"`   // unset = toggle, starting with attach
 	Mode  string `yaml:"mode"` // native, generic or "" (kernel's choice)
+}
+
+// Qdisc adds, replaces or deletes a device's root qdisc (tc qdisc add|replace|del
+// dev DEV root); the kernel picks the handle, and child qdiscs are out of reach.
+type Qdisc struct {
+	Dev   string `yaml:"dev"`
+	Netns string `yaml:"netns"`
+	Op    string `yaml:"op" jsonschema:"enum=add,enum=replace,enum=delete"` // default replace
+	// Kind is pfifo, pfifo_fast, fq_codel, mq or noqueue, or a list of them
+	// cycled per repetition; delete takes none.
+	Kind  StringList `yaml:"kind"`
+	Limit int        `yaml:"limit" jsonschema:"minimum=0"` // packets, pfifo and fq_codel only; 0 = the kernel's default
 }
 
 // RPS sets rps_cpus (and rps_flow_cnt) of RX queues.

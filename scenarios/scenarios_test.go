@@ -126,7 +126,7 @@ func TestSchema(t *testing.T) {
 	if !ok {
 		t.Fatalf("no Step definition in %s", b)
 	}
-	for _, k := range []string{"write", "every", "jitter", "parallel", "xdp", "wait"} {
+	for _, k := range []string{"write", "every", "jitter", "parallel", "xdp", "qdisc", "wait"} {
 		if _, ok := step.Properties[k]; !ok {
 			t.Errorf("Step lacks %q", k)
 		}

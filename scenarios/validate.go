@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"napilab/results"
 )
 
 // Limits of the lab guest (NR_CPUS in kernels/configs/base.config).
@@ -14,8 +16,8 @@ const (
 	MaxQueues = 8
 )
 
-// Sources a sampler may name; threads:<prefix>, tasks:<prefix> and file:<path> also work.
-var Sources = []string{"softirqs", "softnet_stat", "interrupts", "snmp", "netdev"}
+// Sources a sampler may name; qdisc:<netns>, threads:<prefix>, tasks:<prefix> and file:<path> also work.
+var Sources = []string{"softirqs", "softnet_stat", "interrupts", "snmp", "netdev", "qdisc"}
 
 // DefaultDeadline bounds every action that sets none.
 const DefaultDeadline = 10 * time.Second
@@ -47,6 +49,11 @@ func (s *Scenario) setDefaults() {
 			l.Size = 64
 		}
 	}
+	eachStep(s.Timeline, func(st *Step) {
+		if st.Qdisc != nil && st.Qdisc.Op == "" {
+			st.Qdisc.Op = "replace"
+		}
+	})
 	for _, a := range s.Asserts {
 		if t := a.Threads; t != nil {
 			t.Min = max(t.Min, 1)
@@ -125,7 +132,10 @@ func (s *Scenario) validate(c *collector) {
 	}
 	for _, sm := range s.Samplers {
 		if !knownSource(sm.Source) {
-			c.add(sm.Pos, "unknown sampler source %q (known: %s, threads:<prefix>, tasks:<prefix>, file:<path>)", sm.Source, strings.Join(Sources, ", "))
+			c.add(sm.Pos, "unknown sampler source %q (known: %s, qdisc:<netns>, threads:<prefix>, tasks:<prefix>, file:<path>)", sm.Source, strings.Join(Sources, ", "))
+		}
+		if ns, ok := strings.CutPrefix(sm.Source, results.QdiscPrefix); ok {
+			k.checkNetns(sm.Pos, ns)
 		}
 		if sm.Every.D() < 10*time.Millisecond {
 			c.add(sm.Pos, "sampler %s: every %v: want at least 10ms", sm.Source, sm.Every.D())
@@ -211,7 +221,7 @@ func (k *checker) topology() {
 }
 
 func knownSource(src string) bool {
-	for _, p := range []string{"threads:", "tasks:", "file:"} {
+	for _, p := range []string{"threads:", "tasks:", "file:", results.QdiscPrefix} {
 		if strings.HasPrefix(src, p) && len(src) > len(p) {
 			return true
 		}

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"golang.org/x/sys/unix"
+	"math"
 	"napilab/results"
 	"regexp"
 	"strconv"
@@ -11,7 +12,7 @@ import (
 )
 
 // Actions lists the step kinds, for messages and documentation.
-var Actions = []string{"write", "sysctl", "link", "gro", "channels", "xdp", "rps", "xps", "irq", "exec",
+var Actions = []string{"write", "sysctl", "link", "gro", "channels", "xdp", "qdisc", "rps", "xps", "irq", "exec",
 	"kselftest", "start", "stop", "sleep", "wait", "parallel"}
 
 // action names the one action a step has, or reports how many it has.
@@ -22,7 +23,7 @@ func (st *Step) actions() []string {
 		name string
 	}{
 		{st.Write != nil, "write"}, {st.Sysctl != nil, "sysctl"}, {st.Link != nil, "link"}, {st.GRO != nil, "gro"},
-		{st.Channels != nil, "channels"}, {st.XDP != nil, "xdp"}, {st.RPS != nil, "rps"}, {st.XPS != nil, "xps"},
+		{st.Channels != nil, "channels"}, {st.XDP != nil, "xdp"}, {st.Qdisc != nil, "qdisc"}, {st.RPS != nil, "rps"}, {st.XPS != nil, "xps"},
 		{st.IRQ != nil, "irq"}, {st.Exec != nil, "exec"}, {len(st.Kselftest) > 0, "kselftest"}, {len(st.Start) > 0, "start"}, {len(st.Stop) > 0, "stop"},
 		{st.Sleep > 0, "sleep"}, {st.Wait != nil, "wait"}, {len(st.Parallel) > 0, "parallel"},
 	} {
@@ -111,6 +112,8 @@ func (k *checker) step(st *Step) {
 		if !contains([]string{"", "native", "generic"}, st.XDP.Mode) {
 			c.add(p, "xdp mode %q: want native or generic", st.XDP.Mode)
 		}
+	case "qdisc":
+		k.qdisc(p, st.Qdisc)
 	case "rps":
 		k.checkRef(p, st.RPS.Netns, st.RPS.Dev)
 		k.masks(p, st.RPS.CPUs, st.RPS.FlowCnt == nil)
@@ -153,6 +156,65 @@ func (k *checker) step(st *Step) {
 	}
 }
 
+// Qdisc ops and kinds the qdisc action takes; limit is for qdiscLimitKinds.
+var (
+	qdiscOps        = []string{"add", "replace", "delete"}
+	qdiscKinds      = []string{"pfifo", "pfifo_fast", "fq_codel", "mq", "noqueue"}
+	qdiscLimitKinds = []string{"pfifo", "fq_codel"}
+)
+
+func (k *checker) qdisc(p Pos, q *Qdisc) {
+	c := k.c
+	k.checkRef(p, q.Netns, q.Dev)
+	if !contains(qdiscOps, q.Op) {
+		c.add(p, "qdisc op %q: want %s", q.Op, orList(qdiscOps))
+		return
+	}
+	if q.Op == "delete" {
+		if len(q.Kind) > 0 || q.Limit != 0 {
+			c.add(p, "qdisc delete removes whatever root qdisc %s has: drop kind: and limit:", q.Dev)
+		}
+		return
+	}
+	if len(q.Kind) == 0 {
+		c.add(p, "qdisc %s needs kind: %s (or a list of them to cycle)", q.Op, orList(qdiscKinds))
+	}
+	if q.Limit < 0 || int64(q.Limit) > math.MaxUint32 {
+		c.add(p, "qdisc limit %d: want 1-%d packets (none = the kernel's default)", q.Limit, uint32(math.MaxUint32))
+	}
+	for _, kind := range q.Kind {
+		switch {
+		case !contains(qdiscKinds, kind):
+			c.add(p, "qdisc kind %q: want %s", kind, orList(qdiscKinds))
+		case q.Limit != 0 && !contains(qdiscLimitKinds, kind):
+			c.add(p, "qdisc %s takes no limit: (limit: is for %s)", kind, strings.Join(qdiscLimitKinds, " and "))
+		case kind == "mq" && k.txQueues(q.Netns, q.Dev) == 1:
+			c.add(p, "qdisc mq needs a device with several TX queues: %s has one (set its queues:)", q.Dev)
+		}
+	}
+}
+
+// txQueues is the TX queue count the topology gives a device, 0 if unknown.
+func (k *checker) txQueues(ns, dev string) int {
+	if n, ok := k.nics[dev]; ok && ns == "" {
+		return n.Queues
+	}
+	for _, v := range k.s.Topology.Veths {
+		if v.Name == dev && v.Netns == ns || v.Peer.Name == dev && v.Peer.Netns == ns {
+			return v.Queues
+		}
+	}
+	return 0
+}
+
+// orList writes "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
 func (k *checker) masks(p Pos, masks []string, required bool) {
 	if len(masks) == 0 && required {
 		k.c.add(p, "cpus: needs at least one hex mask, e.g. [\"2\"]")
@@ -184,8 +246,11 @@ func (k *checker) assert(a *Assert) {
 		return
 	}
 	metric := func(name string) {
-		if _, err := results.ParseMetric(name); err != nil {
+		m, err := results.ParseMetric(name)
+		if err != nil {
 			c.add(p, "%v", err)
+		} else if ns, ok := strings.CutPrefix(m.Source, results.QdiscPrefix); ok {
+			k.checkNetns(p, ns)
 		}
 	}
 	bounds := func(min, max *float64) {

@@ -113,6 +113,12 @@ func (a *agent) dispatch(m *wire.Message) (any, error) {
 			return nil, err
 		}
 		return nil, a.xdp(x)
+	case wire.OpQdisc:
+		q, err := decode[wire.Qdisc](m)
+		if err != nil {
+			return nil, err
+		}
+		return nil, a.qdisc(q)
 	case wire.OpExec:
 		x, err := decode[wire.Exec](m)
 		if err != nil {

@@ -50,6 +50,10 @@ func (a *agent) read(src string) (string, error) {
 	switch {
 	case src == wire.SourceNAPIPolls:
 		return a.polls.read()
+	case src == wire.SourceQdisc:
+		return a.qdiscStats("")
+	case strings.HasPrefix(src, wire.PrefixQdisc):
+		return a.qdiscStats(strings.TrimPrefix(src, wire.PrefixQdisc))
 	case strings.HasPrefix(src, wire.PrefixThreads):
 		return threads(strings.TrimPrefix(src, wire.PrefixThreads)), nil
 	case strings.HasPrefix(src, wire.PrefixTasks):

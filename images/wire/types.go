@@ -149,7 +149,15 @@ const (
 	PrefixTasks     = "tasks:"   // tasks:<comm prefix> -> "pid comm utime stime processor" lines (clock ticks)
 	PrefixFile      = "file:"    // file:<path> -> contents
 	PrefixNsFile    = "nsfile:"  // nsfile:<netns>:<path> -> contents
+	SourceQdisc     = "qdisc"    // the root namespace's qdiscs -> one line each (below)
+	PrefixQdisc     = "qdisc:"   // qdisc:<netns> -> the qdiscs of that namespace
 )
+
+// A qdisc source has one line per qdisc: the device, the parent ("root" for
+// the device's root qdisc), the handle, the kind, then name/value pairs of
+// its statistics (backlog in bytes, qlen in packets):
+//
+//	eth0 root 8001: mq packets 120 bytes 9000 drops 0 overlimits 0 requeues 3 backlog 0 qlen 0
 
 // A source name may end in "#N" to read the same source again in one
 // snapshot under another key (file:/x and file:/x#2).
@@ -187,6 +195,23 @@ type XDP struct {
 	Netns  string `json:"netns,omitempty"`
 	Attach bool   `json:"attach"`
 	Mode   string `json:"mode,omitempty"` // "" (kernel's choice), native, generic
+}
+
+// Qdisc ops.
+const (
+	QdiscAdd     = "add"     // tc qdisc add: fails if a root qdisc of that kind is there
+	QdiscReplace = "replace" // tc qdisc replace: changes a root qdisc of that kind, else swaps it
+	QdiscDelete  = "delete"  // tc qdisc del: back to the device's default root qdisc
+)
+
+// Qdisc adds, replaces or deletes the root qdisc of a device; the kernel
+// picks the handle.
+type Qdisc struct {
+	Dev   string `json:"dev"`
+	Netns string `json:"netns,omitempty"`
+	Op    string `json:"op"`              // QdiscAdd, QdiscReplace or QdiscDelete
+	Kind  string `json:"kind,omitempty"`  // pfifo, pfifo_fast, fq_codel, mq or noqueue; none for delete
+	Limit uint32 `json:"limit,omitempty"` // packets, for pfifo and fq_codel; 0 = the kernel's default
 }
 
 // Exec runs a program in a namespace and waits for it.

@@ -36,6 +36,7 @@ const (
 	OpExec     = "exec"     // Exec -> ExecResult
 	OpIRQ      = "irq"      // IRQAffinity -> []int (the IRQ numbers changed)
 	OpDevices  = "devices"  // nothing -> []Device
+	OpQdisc    = "qdisc"    // Qdisc -> nothing
 )
 
 // Events sent by the agent on its own.
