@@ -16,7 +16,8 @@ import (
 // inline CSS and SVG, no scripts. It shows the verdict, the kernel and the
 // timings, the assertions, a timeline figure (every load's delivered packets
 // per second, NET_RX softirqs per CPU from samples, the steps, the splats as
-// red lines), per-CPU bars of the figures, the hang evidence, the splat
+// red lines), who polled each NAPI (polls/s by context on the same axis, with
+// totals), per-CPU bars of the figures, the hang evidence, the splat
 // reports, the loads, the devices, the QEMU command line and the console
 // tail. samples may be nil.
 //
@@ -36,6 +37,7 @@ type runView struct {
 	Timeline template.HTML
 	HasPlot  bool
 	Plot     *timeline
+	Polls    []napiPollsView
 	Bars     []template.HTML
 	Splats   []splatView
 	Loads    []loadView
@@ -80,6 +82,7 @@ func newRunView(r *Result, samples []SampleLine) *runView {
 	if v.HasPlot {
 		v.Timeline = tl.svg()
 	}
+	v.Polls = tl.pollViews(r.Polls)
 	v.Bars = cpuBars(r.Figures)
 	for i, s := range r.Splats {
 		where := fmt.Sprintf("console line %d", s.Line)
@@ -201,6 +204,8 @@ figure{margin:0;background:#fff;border:1px solid #ddd;padding:6px;overflow-x:aut
 figcaption{color:#555;font-size:12px;margin-top:4px}
 details{margin:6px 0}summary{cursor:pointer;font-weight:600}
 .splat summary{color:#c62828}
+.napi{display:flex;flex-wrap:wrap;gap:10px;align-items:flex-start;margin:0 0 8px}
+.sw{display:inline-block;width:10px;height:10px;margin-right:5px;vertical-align:-1px}
 `
 
 var repFuncs = template.FuncMap{
@@ -274,6 +279,23 @@ var runPage = template.Must(template.New("run").Funcs(repFuncs).Parse(`<!DOCTYPE
 {{- if or .Plot.HasLoads .Plot.HasNetRX}}Shaded spans mark alternate steps of the first lane. {{end}}
 Steps: one bar per timeline step, parallel steps in lanes below one another (hover for timings; red: the step failed).
 {{- if .Plot.HasSplats}} Red dashed lines: kernel splats, S1, S2, … as listed under Splats.{{end}}</figcaption></figure>
+{{- end}}
+
+{{- if .Polls}}
+<h2>Who polled each NAPI <span class="small">polls/s by execution context</span></h2>
+{{- range .Polls}}
+<div class="napi"><figure>{{.Plot}}</figure>
+<table><tr><th>{{.NAPI}}</th><th>polls</th><th>packets</th><th>packets/poll</th></tr>
+{{- range .Rows}}
+<tr><td>{{with .Color}}<span class="sw" style="background:{{.}}"></span>{{end}}{{.Context}}</td><td class="num">{{.Polls}}</td><td class="num">{{.Packets}}</td><td class="num">{{.PerPoll}}</td></tr>
+{{- end}}
+</table></div>
+{{- end}}
+<p class="small">Polls per second of each NAPI between consecutive napi_polls snapshots, stacked by the context that ran the poll:
+softirq (the NET_RX softirq on the way out of an interrupt), ksoftirqd (NET_RX work deferred to ksoftirqd),
+kthread (threaded NAPI, the napi/ threads) and busypoll (a task busy-polling). Shaded spans and the bars below each plot
+are the timeline's steps{{if .Plot.HasSplats}}, red dashed lines its splats{{end}}; NAPIs never polled are left out.
+Totals add up the sampled intervals; hover an area for its context's totals.</p>
 {{- end}}
 
 {{- if .Bars}}

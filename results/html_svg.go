@@ -80,6 +80,23 @@ func (s *svg) polyline(xs, ys []float64, stroke string, width float64) {
 	fmt.Fprintf(&s.b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="%s" stroke-linejoin="round"/>`, strings.TrimSpace(pts.String()), stroke, svgN(width))
 }
 
+// area fills the region between the line through xs, ys and the level
+// base, with a hover tooltip.
+func (s *svg) area(xs, ys []float64, base float64, fill, tip string) {
+	if len(xs) == 0 {
+		return
+	}
+	var pts strings.Builder
+	fmt.Fprintf(&pts, "%s,%s", svgN(xs[0]), svgN(base))
+	for i := range xs {
+		fmt.Fprintf(&pts, " %s,%s", svgN(xs[i]), svgN(ys[i]))
+	}
+	fmt.Fprintf(&pts, " %s,%s", svgN(xs[len(xs)-1]), svgN(base))
+	fmt.Fprintf(&s.b, `<polygon points="%s" fill="%s">`, pts.String(), fill)
+	s.title(tip)
+	s.b.WriteString("</polygon>")
+}
+
 // raw appends trusted markup (an element built by these helpers).
 func (s *svg) raw(m string) { s.b.WriteString(m) }
 
@@ -131,7 +148,7 @@ func niceMax(v float64) float64 {
 	}
 	ticks, step := niceTicks(0, v, 4)
 	top := ticks[len(ticks)-1]
-	if top < v {
+	if top < v*(1-1e-9) { // a rate of 40.0000001 (rounding) tops out at 40
 		top += step
 	}
 	return top

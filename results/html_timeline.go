@@ -69,9 +69,26 @@ func newTimeline(r *Result, samples []SampleLine) *timeline {
 		t.loads = append(t.loads, s)
 	}
 	t.netRX = netRXRates(samples)
+	t.fitPolls(r.Polls)
 	t.placeSteps(r.Steps)
 	t.placeSplats(r, samples)
 	return t
+}
+
+// fitPolls stretches the axis to the napi_polls samples taken shortly after
+// the timeline (the closing metrics snapshot); later ones stay off the plots.
+func (t *timeline) fitPolls(polls []PollSeries) {
+	limit := t.end*1.05 + 0.5
+	if t.end == 0 { // no steps nor loads: the samples are the axis
+		limit = math.Inf(1)
+	}
+	for _, p := range polls {
+		for _, x := range p.T {
+			if x <= limit {
+				t.end = max(t.end, x)
+			}
+		}
+	}
 }
 
 // loadStep is when the step "<verb> a, b" naming the load began, or else.
@@ -226,7 +243,7 @@ func (t *timeline) svg() template.HTML {
 	s.xAxis(x, y+2, "seconds since the timeline began")
 	for i, m := range t.splats {
 		px := x.at(m.x)
-		s.line(px, top-6, px, y+2, svgRed, 1.5, ` stroke-dasharray="4 2"`)
+		splatMarker(s, px, top-6, y+2)
 		label, lx, anchor := fmt.Sprintf("S%d %s", m.n, m.title), px+3, "start"
 		if px > tlWidth*0.6 {
 			lx, anchor = px-3, "end"
@@ -236,8 +253,9 @@ func (t *timeline) svg() template.HTML {
 	return s.html()
 }
 
-// plot draws one panel of lines with shaded spans for the first lane's steps.
-func (t *timeline) plot(s *svg, x scale, top, height float64, lines []series, unit string, color0 int) {
+// stepBands shades alternate steps of the first lane behind a panel of the
+// plot area x.r0 to x.r1, top to top+height.
+func (t *timeline) stepBands(s *svg, x scale, top, height float64) {
 	k := 0
 	for _, st := range t.steps {
 		if st.lane != 0 {
@@ -248,6 +266,16 @@ func (t *timeline) plot(s *svg, x scale, top, height float64, lines []series, un
 		}
 		k++
 	}
+}
+
+// splatMarker marks a splat at px from y0 down to y1.
+func splatMarker(s *svg, px, y0, y1 float64) {
+	s.line(px, y0, px, y1, svgRed, 1.5, ` stroke-dasharray="4 2"`)
+}
+
+// plot draws one panel of lines with shaded spans for the first lane's steps.
+func (t *timeline) plot(s *svg, x scale, top, height float64, lines []series, unit string, color0 int) {
+	t.stepBands(s, x, top, height)
 	hi := 0.0
 	for _, l := range lines {
 		for _, v := range l.ys {
@@ -283,12 +311,13 @@ func (t *timeline) plot(s *svg, x scale, top, height float64, lines []series, un
 	}
 }
 
-// drawSteps draws the steps strip: one bar per step in its lane, labelled
-// as far as the lane leaves room; a step that failed is red.
+// drawSteps draws the steps strip under a plot area ending at x.r1: one bar
+// per step in its lane, labelled as far as the lane leaves room; a step that
+// failed is red.
 func (t *timeline) drawSteps(s *svg, x scale, top float64) {
 	for i, st := range t.steps {
 		x0, x1 := x.at(st.Start), x.at(st.Start+st.Duration)
-		room := tlWidth - tlRight - x0
+		room := x.r1 - x0
 		for _, o := range t.steps[i+1:] {
 			if o.lane == st.lane {
 				room = x.at(o.Start) - x0
