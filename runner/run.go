@@ -289,12 +289,13 @@ func (r *run) boot(ctx context.Context, accel string) error {
 func (r *run) setup(ctx context.Context) error {
 	t := wire.Topology{Netns: r.s.Topology.Netns, Sysctls: r.s.Machine.Sysctls}
 	for _, n := range r.s.Topology.NICs {
-		t.NICs = append(t.NICs, wire.NIC{Name: n.Name, MAC: n.MAC, Address: n.Address, GRO: n.GRO})
+		t.NICs = append(t.NICs, wire.NIC{Name: n.Name, MAC: n.MAC, Address: n.Address, GRO: n.GRO, Features: n.Features})
 	}
 	for _, v := range r.s.Topology.Veths {
 		t.Veths = append(t.Veths, wire.Veth{Queues: v.Queues,
-			A: wire.End{Name: v.Name, Netns: v.Netns, Address: v.Address, GRO: v.GRO},
-			B: wire.End{Name: v.Peer.Name, Netns: v.Peer.Netns, Address: v.Peer.Address, GRO: v.Peer.GRO}})
+			A:           wire.End{Name: v.Name, Netns: v.Netns, Address: v.Address, GRO: v.GRO, Features: v.Features},
+			B:           wire.End{Name: v.Peer.Name, Netns: v.Peer.Netns, Address: v.Peer.Address, GRO: v.Peer.GRO, Features: v.Peer.Features},
+			StaticNeigh: v.StaticNeigh})
 	}
 	limit := r.s.Defaults.Deadline.D() * 3
 	sctx, cancel := context.WithTimeout(ctx, limit)

@@ -93,16 +93,20 @@ func (t *timeline) sampleLoop(ctx context.Context, g samplerGroup) {
 	}
 }
 
-func (t *timeline) snapshot(ctx context.Context, group string, sources []string) {
+// snapshot reads sources once and records them under group; it returns the
+// record's host time, or -1 when the read failed.
+func (t *timeline) snapshot(ctx context.Context, group string, sources []string) float64 {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var s wire.Sample
 	if err := t.ctl.call(cctx, wire.OpSample, wire.SampleArgs{Sources: sources}, &s); err != nil {
-		return
+		return -1
 	}
 	t.mu.Lock()
-	t.samples = append(t.samples, sampleRec{Group: group, Host: time.Since(t.start).Seconds(), Data: s})
-	t.mu.Unlock()
+	defer t.mu.Unlock()
+	host := time.Since(t.start).Seconds()
+	t.samples = append(t.samples, sampleRec{Group: group, Host: host, Data: s})
+	return host
 }
 
 // writeSamples stores every snapshot as JSON lines.

@@ -56,6 +56,9 @@ type timeline struct {
 	stats   map[string]*loadResult
 	samples []sampleRec
 	iters   map[*scenarios.Step][]iteration // each repetition's start and value
+	edges   map[string]*stepEdges           // snapshots windowed assertions need, by step name
+	edgeCtx context.Context                 // ends the snapshots scheduled after steps
+	edgeWG  sync.WaitGroup
 	rng     *rand.Rand                      // jitter, seeded from the scenario (guarded by mu)
 
 	ksTimeouts map[string]time.Duration     // per-test timeout by kselftest collection
@@ -65,10 +68,16 @@ type timeline struct {
 	execLogs   map[*scenarios.Step]*execLog // exec steps' outputs, guarded by mu
 }
 
-// iteration is one repetition of a step's action.
+// iteration is one repetition of a step's action, in seconds since the
+// timeline began.
 type iteration struct {
-	t     float64 // seconds since the timeline began, when the action was issued
+	start float64 // the action was issued
+	done  float64 // it returned: what it set holds from here
+	until float64 // the next repetition is due (the end of this one's span)
 	value string  // what it set (scenarios.Step.Value)
+	// from and to are the host times of the edge snapshots an each:
+	// assertion measures between (-1: not taken).
+	from, to float64
 }
 
 type span struct {
@@ -96,7 +105,8 @@ type loadResult struct {
 
 func newTimeline(s *scenarios.Scenario, seed int64, ctl *control, host *hostNet, logf func(string, ...any)) *timeline {
 	return &timeline{s: s, ctl: ctl, host: host, logf: logf, rng: rand.New(rand.NewPCG(uint64(seed), 0x6e617069)),
-		loads: map[string]*activeLoad{}, stats: map[string]*loadResult{}, iters: map[*scenarios.Step][]iteration{}}
+		loads: map[string]*activeLoad{}, stats: map[string]*loadResult{}, iters: map[*scenarios.Step][]iteration{},
+		edges: planEdges(s)}
 }
 
 // jitter returns a random extra delay in [0, max).
@@ -130,7 +140,11 @@ func (t *timeline) run(ctx context.Context) error {
 			t.sampleLoop(sctx, g)
 		}(g)
 	}
+	ectx, stopEdges := context.WithCancel(ctx)
+	t.edgeCtx = ectx
 	err := t.runSteps(ctx, t.s.Timeline)
+	stopEdges()
+	t.edgeWG.Wait()
 	stopSamplers()
 	wg.Wait()
 	var hang *hangError
@@ -207,6 +221,7 @@ func (t *timeline) runSteps(ctx context.Context, steps []*scenarios.Step) error 
 
 func (t *timeline) step(ctx context.Context, st *scenarios.Step) error {
 	name := stepName(st)
+	t.stepStarts(ctx, name)
 	begin := time.Now()
 	rec := results.Step{Name: name, Line: st.Pos.Line, Start: begin.Sub(t.start).Seconds()}
 	var err error
@@ -227,6 +242,7 @@ func (t *timeline) step(ctx context.Context, st *scenarios.Step) error {
 	t.steps = append(t.steps, rec)
 	t.spans = append(t.spans, span{name: name, start: begin, end: time.Now()})
 	t.mu.Unlock()
+	t.stepEnded(ctx, name)
 	t.logf("step %-40s %6.2fs  x%d %s", name, rec.Duration, rec.Iterations, rec.Error)
 	return err
 }
@@ -310,13 +326,12 @@ func (t *timeline) repeatUntil(ctx context.Context, st *scenarios.Step, name str
 			case <-time.After(time.Until(next)):
 			}
 		}
+		iterStart := time.Now()
 		actx, cancel := context.WithTimeout(ctx, deadline)
-		t.mu.Lock()
-		t.iters[st] = append(t.iters[st], iteration{t: time.Since(t.start).Seconds(), value: st.Value(i)})
-		t.mu.Unlock()
 		err := t.action(actx, st, i)
 		timedOut := actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		cancel()
+		t.iterated(ctx, st, i, iterStart, next.Add(st.Every.D()), timedOut)
 		switch {
 		case timedOut:
 			return i + 1, &hangError{step: name, line: st.Pos.Line, deadline: deadline}

@@ -71,8 +71,10 @@ type NIC struct {
 	Address string `yaml:"address"` // guest address, CIDR
 	Host    string `yaml:"host"`    // host (tap) address, CIDR
 	GRO     *bool  `yaml:"gro"`
-	MAC     string `yaml:"mac"` // default 52:54:00:12:34:<index+0x56>
-	Pos     Pos    `yaml:"-"`
+	// Features sets ethtool features by name (ethtool -k spelling).
+	Features map[string]bool `yaml:"features"`
+	MAC      string          `yaml:"mac"` // default 52:54:00:12:34:<index+0x56>
+	Pos      Pos             `yaml:"-"`
 }
 
 // Veth is a veth pair; the first end may sit in a namespace too.
@@ -80,7 +82,10 @@ type Veth struct {
 	End    `yaml:",inline"`
 	Peer   End `yaml:"peer"`
 	Queues int `yaml:"queues"`
-	Pos    Pos `yaml:"-"`
+	// StaticNeigh gives each end a permanent neighbour entry for the other's
+	// address, so link bounces do not leave traffic waiting for ARP.
+	StaticNeigh bool `yaml:"static_neigh"`
+	Pos         Pos  `yaml:"-"`
 }
 
 // End is one end of a veth pair.
@@ -89,6 +94,9 @@ type End struct {
 	Netns   string `yaml:"netns"`
 	Address string `yaml:"address"`
 	GRO     *bool  `yaml:"gro"`
+	// Features sets ethtool features by name, e.g. tx-tcp-segmentation:
+	// false on a veth sender so that veth's NAPI takes its datagrams.
+	Features map[string]bool `yaml:"features"`
 }
 
 // Load is traffic: a sender and a sink the lab starts together.

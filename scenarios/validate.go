@@ -176,6 +176,18 @@ func (k *checker) checkDev(p Pos, ns, name, cidr string) {
 	}
 }
 
+var featureName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+
+// checkFeatures checks ethtool feature names (the kernel says whether the
+// device has them when the topology is built).
+func (k *checker) checkFeatures(p Pos, fs map[string]bool) {
+	for _, f := range sortedKeys(fs) {
+		if !featureName.MatchString(f) {
+			k.c.add(p, "feature %q: want an ethtool -k name such as tx-tcp-segmentation", f)
+		}
+	}
+}
+
 // checkRef checks that a step or assertion names a declared device.
 func (k *checker) checkRef(p Pos, ns, dev string) {
 	k.checkNetns(p, ns)
@@ -193,6 +205,7 @@ func (k *checker) checkRef(p Pos, ns, dev string) {
 func (k *checker) topology() {
 	for _, n := range k.s.Topology.NICs {
 		k.checkDev(n.Pos, "", n.Name, n.Address)
+		k.checkFeatures(n.Pos, n.Features)
 		k.nics[n.Name] = n
 		if n.Queues < 1 || n.Queues > MaxQueues {
 			k.c.add(n.Pos, "nic %s: queues %d: want 1-%d", n.Name, n.Queues, MaxQueues)
@@ -211,6 +224,8 @@ func (k *checker) topology() {
 		k.checkNetns(v.Pos, v.Peer.Netns)
 		k.checkDev(v.Pos, v.Netns, v.Name, v.Address)
 		k.checkDev(v.Pos, v.Peer.Netns, v.Peer.Name, v.Peer.Address)
+		k.checkFeatures(v.Pos, v.Features)
+		k.checkFeatures(v.Pos, v.Peer.Features)
 		if v.Netns != v.Peer.Netns && v.Netns != "" && v.Peer.Netns == "" {
 			k.c.add(v.Pos, "veth %s: put the root-namespace end first", v.Name)
 		}

@@ -5,42 +5,57 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
-// kallsyms names kernel text addresses from /proc/kallsyms, caching what it
-// found; only exact symbol starts are named (poll functions, kprobe targets).
+// kallsyms names kernel text addresses (poll functions, kprobe targets) from
+// /proc/kallsyms. Under TCG one pass over the file takes seconds, so the
+// agent reads it once, in the background from boot, and lookups wait for it.
 type kallsyms struct {
+	once  sync.Once
+	done  chan struct{}
 	names map[uint64]string
 }
 
-// name returns the symbol starting at addr, or "" when there is none.
+// load starts reading the file; it returns at once.
+func (k *kallsyms) load() {
+	k.once.Do(func() {
+		k.done = make(chan struct{})
+		go func() {
+			defer close(k.done)
+			k.names = readKallsyms("/proc/kallsyms")
+		}()
+	})
+}
+
+// name returns the text symbol starting at addr, or "".
 func (k *kallsyms) name(addr uint64) string {
-	if addr == 0 {
-		return ""
-	}
-	if n, ok := k.names[addr]; ok {
-		return n
-	}
-	if k.names == nil {
-		k.names = map[uint64]string{}
-	}
-	k.names[addr] = "" // remembered even when absent: one scan per address
-	f, err := os.Open("/proc/kallsyms")
+	k.load()
+	<-k.done
+	return k.names[addr]
+}
+
+// readKallsyms maps the addresses of text symbols to their names.
+func readKallsyms(path string) map[uint64]string {
+	out := map[uint64]string{}
+	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return out
 	}
 	defer f.Close()
-	want := strconv.FormatUint(addr, 16)
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		a, rest, ok := strings.Cut(sc.Text(), " ")
-		if !ok || strings.TrimLeft(a, "0") != want {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 3 || (fields[1] != "t" && fields[1] != "T") {
 			continue
 		}
-		if f := strings.Fields(rest); len(f) >= 2 {
-			k.names[addr] = f[1]
-			return f[1]
+		addr, err := strconv.ParseUint(fields[0], 16, 64)
+		if err != nil || addr == 0 {
+			continue
+		}
+		if _, seen := out[addr]; !seen {
+			out[addr] = fields[2]
 		}
 	}
-	return ""
+	return out
 }

@@ -46,6 +46,7 @@ func main() {
 	if err := conn.Send(&wire.Message{Event: wire.EventReady, Data: wire.Encode(hello)}); err != nil {
 		logf("send ready: %v", err)
 	}
+	a.polls.syms.load() // in the background: napi_polls names NAPIs by poll function
 	if shellWanted() {
 		go serveShell()
 	}

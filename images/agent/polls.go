@@ -75,7 +75,7 @@ type pollCounter struct {
 	polls *ebpf.Map
 	state *ebpf.Map
 	links []link.Link
-	syms  *kallsyms
+	syms  kallsyms
 }
 
 // start loads and attaches the programs on first use.
@@ -375,9 +375,6 @@ func (p *pollCounter) read() (string, error) {
 	}
 	if err := it.Err(); err != nil {
 		return "", fmt.Errorf("failed to read the polls map: %w", err)
-	}
-	if p.syms == nil {
-		p.syms = &kallsyms{}
 	}
 	names := p.nameNAPIs(entries)
 	sort.Slice(entries, func(i, j int) bool {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/vishvananda/netlink"
@@ -65,7 +67,7 @@ func (a *agent) setupNIC(nic wire.NIC) error {
 			return err
 		}
 	}
-	return a.configure("", wire.End{Name: nic.Name, Address: nic.Address, GRO: nic.GRO})
+	return a.configure("", wire.End{Name: nic.Name, Address: nic.Address, GRO: nic.GRO, Features: nic.Features})
 }
 
 func (a *agent) setupVeth(v wire.Veth) error {
@@ -99,7 +101,52 @@ func (a *agent) setupVeth(v wire.Veth) error {
 	if err := a.configure(v.A.Netns, v.A); err != nil {
 		return err
 	}
-	return a.configure(v.B.Netns, v.B)
+	if err := a.configure(v.B.Netns, v.B); err != nil {
+		return err
+	}
+	if v.StaticNeigh {
+		if err := a.staticNeigh(v.A, v.B); err != nil {
+			return err
+		}
+		return a.staticNeigh(v.B, v.A)
+	}
+	return nil
+}
+
+// staticNeigh adds a permanent neighbour entry on end for the peer's
+// address: carrier loss flushes learned entries, and ARP then needs a probe
+// to cross a link that may be down again before it answers.
+func (a *agent) staticNeigh(end, peer wire.End) error {
+	if peer.Address == "" {
+		return nil
+	}
+	ip, _, err := net.ParseCIDR(peer.Address)
+	if err != nil {
+		return err
+	}
+	ph, err := a.ns.handle(peer.Netns)
+	if err != nil {
+		return err
+	}
+	defer ph.Close()
+	pl, err := ph.LinkByName(peer.Name)
+	if err != nil {
+		return fmt.Errorf("link %s: %w", peer.Name, err)
+	}
+	h, err := a.ns.handle(end.Netns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	l, err := h.LinkByName(end.Name)
+	if err != nil {
+		return fmt.Errorf("link %s: %w", end.Name, err)
+	}
+	n := &netlink.Neigh{LinkIndex: l.Attrs().Index, State: netlink.NUD_PERMANENT, IP: ip, HardwareAddr: pl.Attrs().HardwareAddr}
+	if err := h.NeighSet(n); err != nil {
+		return fmt.Errorf("static neighbour %s on %s: %w", ip, end.Name, err)
+	}
+	return nil
 }
 
 // configure sets GRO, the address and brings the device up.
@@ -115,6 +162,11 @@ func (a *agent) configure(ns string, e wire.End) error {
 	}
 	if e.GRO != nil {
 		if err := a.ns.feature(ns, e.Name, "rx-gro", *e.GRO); err != nil {
+			return err
+		}
+	}
+	for _, f := range slices.Sorted(maps.Keys(e.Features)) {
+		if err := a.ns.feature(ns, e.Name, f, e.Features[f]); err != nil {
 			return err
 		}
 	}

@@ -25,6 +25,8 @@ type NIC struct {
 	Address string `json:"address,omitempty"` // CIDR
 	Queues  int    `json:"queues,omitempty"`  // combined channels to set, 0 = leave
 	GRO     *bool  `json:"gro,omitempty"`
+	// Features are ethtool features to set, by name.
+	Features map[string]bool `json:"features,omitempty"`
 }
 
 // End is one side of a veth pair.
@@ -33,6 +35,8 @@ type End struct {
 	Netns   string `json:"netns,omitempty"` // "" = the root namespace
 	Address string `json:"address,omitempty"`
 	GRO     *bool  `json:"gro,omitempty"`
+	// Features are ethtool features to set, by name.
+	Features map[string]bool `json:"features,omitempty"`
 }
 
 // Veth is a veth pair.
@@ -40,6 +44,8 @@ type Veth struct {
 	A      End `json:"a"`
 	B      End `json:"b"`
 	Queues int `json:"queues,omitempty"`
+	// StaticNeigh adds permanent neighbour entries for each end's peer.
+	StaticNeigh bool `json:"static_neigh,omitempty"`
 }
 
 // FaultPath is not a file: writing a probability p to it fails the write

@@ -1,0 +1,130 @@
+package runner
+
+import (
+	"context"
+	"time"
+
+	"napilab/scenarios"
+)
+
+// Windowed assertions are measured between snapshots taken at their
+// windows' edges: the timeline takes them itself when a step starts or ends,
+// a fixed time after a step ends, and around every repetition of an each:
+// step, so a window never depends on when a free-running sampler happened
+// to read.
+
+// edgesGroup names the snapshots taken at window edges.
+const edgesGroup = "edges"
+
+// stepEdges says which snapshots a named step needs.
+type stepEdges struct {
+	start, end bool
+	after      []time.Duration // after the step's end
+	within     time.Duration   // each: after every repetition (0: not watched)
+}
+
+// planEdges derives the edge snapshots from the windowed assertions.
+func planEdges(s *scenarios.Scenario) map[string]*stepEdges {
+	out := map[string]*stepEdges{}
+	get := func(name string) *stepEdges {
+		if out[name] == nil {
+			out[name] = &stepEdges{}
+		}
+		return out[name]
+	}
+	for _, a := range s.Asserts {
+		switch w := a.During; {
+		case a.Each != "":
+			e := get(a.Each)
+			if e.within == 0 || a.Within.D() < e.within {
+				e.within = a.Within.D()
+			}
+		case w == nil:
+		case w.Step != "":
+			get(w.Step).start = true
+			get(w.Step).end = true
+		case w.After != "":
+			e := get(w.After)
+			e.after = append(e.after, w.Skip.D(), w.For.D())
+		default:
+			get(w.From).start = true
+			get(w.To).end = true
+		}
+	}
+	return out
+}
+
+// edge takes one snapshot of the window sources and returns its host time
+// (-1: none).
+func (t *timeline) edge(ctx context.Context) float64 {
+	if len(t.edges) == 0 {
+		return -1
+	}
+	return t.snapshot(ctx, edgesGroup, t.windowSources())
+}
+
+// stepStarts snapshots before a step whose start is an edge.
+func (t *timeline) stepStarts(ctx context.Context, name string) {
+	if e := t.edges[name]; e != nil && e.start {
+		t.edge(ctx)
+	}
+}
+
+// stepEnded snapshots at a step's end and schedules the snapshots after it;
+// those stop with the timeline (the window then ends past it, unmeasured).
+func (t *timeline) stepEnded(ctx context.Context, name string) {
+	e := t.edges[name]
+	if e == nil {
+		return
+	}
+	if e.end || len(e.after) > 0 {
+		t.edge(ctx)
+	}
+	for _, d := range e.after {
+		if d <= 0 {
+			continue
+		}
+		t.edgeWG.Add(1)
+		go func() {
+			defer t.edgeWG.Done()
+			select {
+			case <-t.edgeCtx.Done():
+			case <-time.After(d):
+				t.edge(t.edgeCtx)
+			}
+		}()
+	}
+}
+
+// iterated records a repetition; for a step an each: assertion watches, it
+// snapshots when the action returned and again when the assertion's window
+// after that snapshot ends, or just before the next repetition is due,
+// whichever comes first: watching never stretches the step's period.
+func (t *timeline) iterated(ctx context.Context, st *scenarios.Step, i int, start, due time.Time, timedOut bool) {
+	rel := func(at time.Time) float64 { return at.Sub(t.start).Seconds() }
+	it := iteration{start: rel(start), done: rel(time.Now()), until: rel(due), value: st.Value(i), from: -1, to: -1}
+	within := t.watched(st)
+	if within > 0 && !timedOut {
+		it.from = t.edge(ctx)
+		end := time.Now().Add(within)
+		if st.Every > 0 && due.Before(end) {
+			end = due.Add(-time.Millisecond)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Until(end)):
+			it.to = t.edge(ctx)
+		}
+	}
+	t.mu.Lock()
+	t.iters[st] = append(t.iters[st], it)
+	t.mu.Unlock()
+}
+
+// watched returns the each: window after every repetition of st, 0 if none.
+func (t *timeline) watched(st *scenarios.Step) time.Duration {
+	if e := t.edges[st.Name]; st.Name != "" && e != nil {
+		return e.within
+	}
+	return 0
+}
