@@ -265,6 +265,13 @@ func printVerdict(w io.Writer, r *results.Result, dir string) {
 	if len(r.Kselftests) > 0 {
 		fmt.Fprintf(w, "  kselftests: %s\n", results.KselftestSummary(r.Kselftests))
 	}
+	for _, in := range r.Injections {
+		fmt.Fprintf(w, "  inject %-10s at %s (%s): %d runs, %d delays of %s", in.Name, in.At, in.On, in.Hits, in.Fired, in.Delay)
+		if in.Warning != "" {
+			fmt.Fprintf(w, "  WARNING: %s", in.Warning)
+		}
+		fmt.Fprintln(w)
+	}
 	for _, l := range r.Loads {
 		fmt.Fprintf(w, "  load %-12s sent %d, received %d, longest gap %d ms", l.Name, l.Sent, l.Received, l.MaxGapMs)
 		if l.Latency != nil {

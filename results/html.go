@@ -248,10 +248,19 @@ var runPage = template.Must(template.New("run").Funcs(repFuncs).Parse(`<!DOCTYPE
 <table><tr><th>#</th><th>assertion</th><th>kind</th><th>measured</th><th>bound</th><th>result</th></tr>
 {{- range $i, $a := $r.Asserts}}
 <tr{{if not $a.Passed}} class="fail"{{end}}><td class="num">{{inc $i}}</td><td>{{$a.Name}}{{if $a.Line}} <span class="small">line {{$a.Line}}</span>{{end}}{{if and $a.Detail (not $a.Passed)}}<div class="small">{{$a.Detail}}</div>{{end}}</td>
-<td>{{$a.Kind}}</td><td>{{$a.Measured}}</td><td>{{$a.Bound}}</td><td>{{if $a.Passed}}<span class="ok">pass</span>{{else}}<span class="bad">FAIL</span>{{end}}</td></tr>
+<td>{{$a.Kind}}</td><td>{{$a.Measured}}{{if $a.Window}}<div class="small">{{$a.Window}}</div>{{end}}</td><td>{{$a.Bound}}</td><td>{{if $a.Passed}}<span class="ok">pass</span>{{else if $a.Unmeasured}}<span class="bad">not measured</span>{{else}}<span class="bad">FAIL</span>{{end}}</td></tr>
 {{- end}}
 </table>
 {{- else}}<p class="small">no assertion was evaluated</p>{{end}}
+
+{{- if $r.Injections}}
+<h2>Race widening <span class="small">delays injected at kernel functions</span></h2>
+<table><tr><th>probe</th><th>at</th><th>delay</th><th>probability</th><th>runs of the function</th><th>delays injected</th></tr>
+{{- range $r.Injections}}
+<tr{{if .Warning}} class="fail"{{end}}><td>{{.Name}} <span class="small">line {{.Line}}</span>{{if .Warning}}<div class="small">{{.Warning}}</div>{{end}}</td><td><code>{{.At}}</code> ({{.On}})</td><td>{{.Delay}}</td><td>{{.Probability}}</td><td class="num">{{.Hits}}</td><td class="num">{{.Fired}}</td></tr>
+{{- end}}
+</table>
+{{- end}}
 
 {{- if $r.Kselftests}}
 <h2>Kselftests <span class="small">{{ksummary $r.Kselftests}}</span></h2>

@@ -59,11 +59,28 @@ type Result struct {
 	Hang    *Hang              `json:"hang,omitempty"`
 	// Polls says who polled each NAPI over time (the napi_polls sampler).
 	Polls []PollSeries `json:"polls,omitempty"`
+	// Injections are the race-widening probes and how often they fired.
+	Injections []Injection `json:"injections,omitempty"`
 	// Kselftests are the upstream selftests the run's kselftest steps ran.
 	Kselftests []Kselftest `json:"kselftests,omitempty"`
 	// Devices are the guest's network devices after setup and at the end.
 	Devices     map[string][]Device `json:"devices,omitempty"`
 	ConsoleTail string              `json:"console_tail,omitempty"`
+}
+
+// Injection is one race-widening probe of a run.
+type Injection struct {
+	Name        string  `json:"name"`
+	At          string  `json:"at"`
+	On          string  `json:"on"` // entry or return
+	Delay       string  `json:"delay"`
+	Probability float64 `json:"probability"`
+	Line        int     `json:"line"`
+	// Hits counts the probed function's runs, Fired the delays injected.
+	Hits  uint64 `json:"hits"`
+	Fired uint64 `json:"fired"`
+	// Warning says why the probe widened nothing, if so.
+	Warning string `json:"warning,omitempty"`
 }
 
 // Kernel identifies the kernel that ran.

@@ -50,6 +50,8 @@ func (t *timeline) action(ctx context.Context, st *scenarios.Step, i int) error 
 		return t.ctl.call(ctx, wire.OpWrite, wire.File{Path: p, Netns: st.Sysctl.Netns, Value: st.Value(i)}, nil)
 	case st.XDP != nil:
 		return t.ctl.call(ctx, wire.OpXDP, wire.XDP{Dev: st.XDP.Dev, Netns: st.XDP.Netns, Attach: st.Value(i) == "attach", Mode: st.XDP.Mode}, nil)
+	case st.Inject != nil:
+		return t.ctl.call(ctx, wire.OpArm, wire.InjectArm{Name: st.Inject.Name, On: st.Value(i) == "on"}, nil)
 	case st.Qdisc != nil:
 		q := st.Qdisc
 		w := wire.Qdisc{Dev: q.Dev, Netns: q.Netns, Op: q.Op, Limit: uint32(q.Limit)}

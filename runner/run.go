@@ -202,6 +202,9 @@ func (r *run) do(ctx context.Context) error {
 	}
 	r.res.Seed = seed
 	r.writeReplay()
+	if err := r.setupProbes(ctx, seed); err != nil {
+		return err
+	}
 	r.tl = newTimeline(r.s, seed, r.ctl, r.host, r.cfg.Logf)
 	r.tl.ksTimeouts, r.tl.outDir, r.tl.slow = r.cfg.KselftestTimeouts, r.cfg.OutDir, r.res.Accel == "tcg"
 	err = r.tl.run(ctx)

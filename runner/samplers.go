@@ -38,6 +38,9 @@ func (t *timeline) pollSnapshots() []results.PollSnapshot {
 func (t *timeline) metricSources() []string {
 	srcs := []string{wire.SourceSoftirqs, wire.SourceSoftnet, wire.SourceInterrupts, wire.SourceSNMP,
 		wire.PrefixTasks + "ksoftirqd/", wire.PrefixTasks + "napi/", wire.SourceNAPIPolls}
+	if len(t.s.Inject) > 0 {
+		srcs = append(srcs, wire.SourceInject)
+	}
 	for _, m := range t.s.Metrics() {
 		if !slices.Contains(srcs, m.Source) {
 			srcs = append(srcs, m.Source)

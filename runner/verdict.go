@@ -50,6 +50,7 @@ func (r *run) finish(err error) {
 		res.Loads = r.tl.loadResults()
 		res.Figures = r.tl.figures(r.s.Machine.CPUs)
 		res.Polls = results.PollRates(r.tl.pollSnapshots())
+		res.Injections = r.tl.injections()
 		res.Kselftests = r.tl.kselftests
 	}
 	if r.vm != nil {
@@ -62,15 +63,24 @@ func (r *run) finish(err error) {
 			}
 		}
 	}
+	kernelFault := len(res.Reasons) > 0
 	for _, a := range res.Asserts {
 		if !a.Passed {
 			res.Reasons = append(res.Reasons, a.Reason())
+			kernelFault = kernelFault || !a.Unmeasured
 		}
 	}
-	res.Reasons = append(res.Reasons, kselftestReasons(res.Kselftests)...)
-	res.Verdict = results.Pass
-	if len(res.Reasons) > 0 {
+	ks := kselftestReasons(res.Kselftests)
+	res.Reasons = append(res.Reasons, ks...)
+	kernelFault = kernelFault || len(ks) > 0
+	switch {
+	case kernelFault:
 		res.Verdict = results.Fail
+	case len(res.Reasons) > 0:
+		// Only assertions the lab could not measure: its fault, not the kernel's.
+		res.Verdict = results.Error
+	default:
+		res.Verdict = results.Pass
 	}
 }
 

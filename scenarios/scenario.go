@@ -25,7 +25,9 @@ type Scenario struct {
 	Samplers    []*Sampler        `yaml:"samplers"`
 	Timeline    []*Step           `yaml:"timeline"`
 	Asserts     []*Assert         `yaml:"asserts"`
-	Defaults    Defaults          `yaml:"defaults"`
+	// Inject lists race-widening probes (delays at kernel functions).
+	Inject   []*Inject `yaml:"inject"`
+	Defaults Defaults  `yaml:"defaults"`
 
 	// Path is the file the scenario came from.
 	Path string `yaml:"-"`
@@ -142,23 +144,24 @@ type Defaults struct {
 
 // Step is one timeline entry: exactly one action, optionally repeated.
 type Step struct {
-	Name     string     `yaml:"name"`
-	Write    *Write     `yaml:"write"`
-	Link     *Link      `yaml:"link"`
-	GRO      *GRO       `yaml:"gro"`
-	Channels *Channels  `yaml:"channels"`
-	Start    StringList `yaml:"start"`
-	Stop     StringList `yaml:"stop"`
-	Sleep    Duration   `yaml:"sleep"`
-	Parallel []*Step    `yaml:"parallel"`
-	Wait     *Wait      `yaml:"wait"`
-	XDP      *XDP       `yaml:"xdp"`
-	Qdisc    *Qdisc     `yaml:"qdisc"`
-	RPS      *RPS       `yaml:"rps"`
-	XPS      *XPS       `yaml:"xps"`
-	Sysctl   *Sysctl    `yaml:"sysctl"`
-	IRQ      *IRQ       `yaml:"irq"`
-	Exec     *Exec      `yaml:"exec"`
+	Name     string      `yaml:"name"`
+	Write    *Write      `yaml:"write"`
+	Link     *Link       `yaml:"link"`
+	GRO      *GRO        `yaml:"gro"`
+	Channels *Channels   `yaml:"channels"`
+	Start    StringList  `yaml:"start"`
+	Stop     StringList  `yaml:"stop"`
+	Sleep    Duration    `yaml:"sleep"`
+	Parallel []*Step     `yaml:"parallel"`
+	Wait     *Wait       `yaml:"wait"`
+	XDP      *XDP        `yaml:"xdp"`
+	Qdisc    *Qdisc      `yaml:"qdisc"`
+	Inject   *InjectStep `yaml:"inject"`
+	RPS      *RPS        `yaml:"rps"`
+	XPS      *XPS        `yaml:"xps"`
+	Sysctl   *Sysctl     `yaml:"sysctl"`
+	IRQ      *IRQ        `yaml:"irq"`
+	Exec     *Exec       `yaml:"exec"`
 	// Kselftest runs upstream selftests ("net:veth.sh") in order with the
 	// kselftest runner; the scenario then boots the Debian image.
 	Kselftest StringList `yaml:"kselftest"`

@@ -29,6 +29,7 @@ func (s *Scenario) setDefaults() {
 	if s.Machine.MemoryMB == 0 {
 		s.Machine.MemoryMB = 256
 	}
+	s.resolveInjects()
 	if s.Defaults.Deadline == 0 {
 		s.Defaults.Deadline = Duration(DefaultDeadline)
 	}
@@ -90,6 +91,9 @@ func (s *Scenario) resolvePositions(f files) {
 	for _, a := range s.Asserts {
 		fix(&a.Pos)
 	}
+	for _, in := range s.Inject {
+		fix(&in.Pos)
+	}
 }
 
 var devName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,15}$`)
@@ -150,6 +154,7 @@ func (s *Scenario) validate(c *collector) {
 	for _, a := range s.Asserts {
 		k.assert(a)
 	}
+	k.injects()
 }
 
 func (k *checker) checkNetns(p Pos, ns string) {

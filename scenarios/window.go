@@ -152,6 +152,11 @@ func (st *Step) Value(i int) string {
 		return strconv.Itoa(st.Channels.Values[i%len(st.Channels.Values)])
 	case st.RPS != nil && len(st.RPS.CPUs) > 0:
 		return st.RPS.CPUs[i%len(st.RPS.CPUs)]
+	case st.Inject != nil:
+		if st.Inject.On != nil && *st.Inject.On || st.Inject.On == nil && i%2 == 1 {
+			return "on"
+		}
+		return "off"
 	}
 	return ""
 }

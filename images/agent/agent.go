@@ -21,6 +21,7 @@ type agent struct {
 	loads map[string]*load
 	xdps  xdpState
 	polls pollCounter
+	probe injector
 }
 
 func newAgent() *agent {
@@ -43,6 +44,18 @@ func (a *agent) dispatch(m *wire.Message) (any, error) {
 	switch m.Op {
 	case wire.OpHello:
 		return a.hello(), nil
+	case wire.OpInject:
+		in, err := decode[wire.Inject](m)
+		if err != nil {
+			return nil, err
+		}
+		return nil, a.probe.setup(in)
+	case wire.OpArm:
+		arm, err := decode[wire.InjectArm](m)
+		if err != nil {
+			return nil, err
+		}
+		return nil, a.probe.arm(arm)
 	case wire.OpSetup:
 		t, err := decode[wire.Topology](m)
 		if err != nil {

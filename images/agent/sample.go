@@ -50,6 +50,8 @@ func (a *agent) read(src string) (string, error) {
 	switch {
 	case src == wire.SourceNAPIPolls:
 		return a.polls.read()
+	case src == wire.SourceInject:
+		return a.probe.read()
 	case src == wire.SourceQdisc:
 		return a.qdiscStats("")
 	case strings.HasPrefix(src, wire.PrefixQdisc):

@@ -258,3 +258,34 @@ type Device struct {
 	TxQueues  int      `json:"tx_queues"`
 	NAPI      []string `json:"napi_threads,omitempty"` // napi/DEV-* kthreads (names truncated to 15 chars)
 }
+
+// SourceInject is the inject probes' counters: lines "name hits fired".
+const SourceInject = "inject"
+
+// Inject sets up race-widening probes: a busy-wait at a kernel function's
+// entry (or return) with a probability, up to a count, while armed.
+type Inject struct {
+	// Seed seeds the per-CPU draws (the run's seed).
+	Seed   int64   `json:"seed"`
+	Probes []Probe `json:"probes"`
+}
+
+// Probe is one injection point.
+type Probe struct {
+	Name string `json:"name"`
+	// At is a kallsyms symbol, optionally +offset (napi_enable, napi_enable+0x1c).
+	At string `json:"at"`
+	// Return probes the function's return instead of its entry.
+	Return      bool          `json:"return,omitempty"`
+	Delay       time.Duration `json:"delay"`
+	Probability float64       `json:"probability"`
+	// Count caps the firings, 0 = no cap.
+	Count int  `json:"count,omitempty"`
+	Armed bool `json:"armed"`
+}
+
+// InjectArm switches a probe on or off.
+type InjectArm struct {
+	Name string `json:"name"`
+	On   bool   `json:"on"`
+}

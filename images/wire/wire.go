@@ -36,6 +36,8 @@ const (
 	OpExec     = "exec"     // Exec -> ExecResult
 	OpIRQ      = "irq"      // IRQAffinity -> []int (the IRQ numbers changed)
 	OpDevices  = "devices"  // nothing -> []Device
+	OpInject   = "inject"   // Inject -> nothing (attaches the probes)
+	OpArm      = "arm"      // InjectArm -> nothing
 	OpQdisc    = "qdisc"    // Qdisc -> nothing
 )
 
