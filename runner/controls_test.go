@@ -30,6 +30,10 @@ var positiveControls = []positiveControl{
 	// The napi_disable hang of 27f0ad71699d: link flips on a threaded
 	// virtio-net NIC the host floods (its interrupt keeps scheduling the NAPI).
 	{"regress-napi-disable-hang-6.1.yaml", "napi-disable-threaded-nic.yaml", regexp.MustCompile(`^hang in napi_disable$`), nil},
+	// A quiet bug: napi_enable() that forgets THREADED. No splat, no stall;
+	// only who polled after the link came back tells (5 of 5 runs FAIL).
+	{"regress-napi-enable-threaded-6.1.yaml", "napi-disable-threaded-nic.yaml",
+		regexp.MustCompile(`^assertion failed: after the flips, eth0 is polled by its kthreads only$`), nil},
 }
 
 // TestPositiveControls is make test-lab: each regression kernel must FAIL
