@@ -59,7 +59,7 @@ type timeline struct {
 	edges   map[string]*stepEdges           // snapshots windowed assertions need, by step name
 	edgeCtx context.Context                 // ends the snapshots scheduled after steps
 	edgeWG  sync.WaitGroup
-	rng     *rand.Rand                      // jitter, seeded from the scenario (guarded by mu)
+	rng     *rand.Rand // jitter, seeded from the scenario (guarded by mu)
 
 	ksTimeouts map[string]time.Duration     // per-test timeout by kselftest collection
 	outDir     string                       // the run folder: kselftests/<test>.log, exec/<line>-<run>.log
