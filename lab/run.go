@@ -25,6 +25,7 @@ type runOptions struct {
 	parallel  int
 	repeat    int
 	untilFail bool
+	noPolls   bool
 	shard     string
 	verbose   bool // progress lines from the runner (single-guest runs)
 	// kselftestTimeout caps each kselftest's timeout (0: its collection's settings).
@@ -55,6 +56,7 @@ folders with lab results merge). Every run folder holds replay.json for lab repr
 	cmd.Flags().IntVarP(&o.parallel, "jobs", "j", 1, "guests at once (bounded by host cores and memory)")
 	cmd.Flags().IntVarP(&o.repeat, "repeat", "n", 1, "runs of each scenario on each kernel")
 	cmd.Flags().BoolVar(&o.untilFail, "until-fail", false, "stop starting runs after the first FAIL")
+	cmd.Flags().BoolVar(&o.noPolls, "no-polls", false, "do not sample who polled each NAPI (no BPF in the guest unless an assertion needs it)")
 	cmd.Flags().StringVar(&o.shard, "shard", "", "run only shard K/N of the matrix, e.g. 2/4")
 	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "print the runner's progress (boot, steps, kselftests)")
 	return cmd
@@ -136,7 +138,7 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 				if o.verbose {
 					cfg.Logf = func(f string, a ...any) { fmt.Fprintf(stderr, "  "+f+"\n", a...) }
 				}
-				cfg.Scenario, cfg.Accel, cfg.Params = p.s, o.accel, p.params
+				cfg.Scenario, cfg.Accel, cfg.Params, cfg.NoPolls = p.s, o.accel, p.params, o.noPolls
 				cfg.OutDir = filepath.Join(o.out, fmt.Sprintf("%s-%s", stamp, strings.NewReplacer("@", "-", "#", "-").Replace(name)))
 				jobs = append(jobs, runner.Job{Name: name, Group: group, Estimate: p.s.Estimate(), Cfg: cfg})
 			}

@@ -46,6 +46,9 @@ type Config struct {
 	// the image's shell on it) instead of running the timeline; the run
 	// ends when the guest powers off.
 	Shell bool
+	// NoPolls skips the who-polled sampler that every run has, unless an
+	// assertion needs it (overhead comparisons).
+	NoPolls bool
 	// Logf receives one-line progress messages; nil = silent.
 	Logf func(format string, args ...any)
 }
@@ -207,6 +210,7 @@ func (r *run) do(ctx context.Context) error {
 	}
 	r.tl = newTimeline(r.s, seed, r.ctl, r.host, r.cfg.Logf)
 	r.tl.ksTimeouts, r.tl.outDir, r.tl.slow = r.cfg.KselftestTimeouts, r.cfg.OutDir, r.res.Accel == "tcg"
+	r.tl.noPolls = r.cfg.NoPolls && !r.s.NeedsPolls()
 	err = r.tl.run(ctx)
 	r.res.Timings.Timeline = r.tl.elapsed()
 	var hang *hangError

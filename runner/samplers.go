@@ -37,7 +37,10 @@ func (t *timeline) pollSnapshots() []results.PollSnapshot {
 
 func (t *timeline) metricSources() []string {
 	srcs := []string{wire.SourceSoftirqs, wire.SourceSoftnet, wire.SourceInterrupts, wire.SourceSNMP,
-		wire.PrefixTasks + "ksoftirqd/", wire.PrefixTasks + "napi/", wire.SourceNAPIPolls}
+		wire.PrefixTasks + "ksoftirqd/", wire.PrefixTasks + "napi/"}
+	if !t.noPolls {
+		srcs = append(srcs, wire.SourceNAPIPolls)
+	}
 	if len(t.s.Inject) > 0 {
 		srcs = append(srcs, wire.SourceInject)
 	}
@@ -63,7 +66,9 @@ func (t *timeline) samplerGroups() []samplerGroup {
 		gs = append(gs, samplerGroup{name: sm.Source, sources: []string{sm.Source}, every: sm.Every.D()})
 	}
 	// Who polled each NAPI, for every run's report (and the polls assertions).
-	gs = append(gs, samplerGroup{name: pollsGroup, sources: t.windowSources(), every: t.pollsEvery()})
+	if !t.noPolls {
+		gs = append(gs, samplerGroup{name: pollsGroup, sources: t.windowSources(), every: t.pollsEvery()})
+	}
 	for i, a := range t.s.Asserts {
 		if a.Threads != nil {
 			f := fileSource(a.Threads.Netns, a.Threads.Path)

@@ -64,6 +64,7 @@ type timeline struct {
 	ksTimeouts map[string]time.Duration     // per-test timeout by kselftest collection
 	outDir     string                       // the run folder: kselftests/<test>.log, exec/<line>-<run>.log
 	slow       bool                         // an emulated CPU (TCG): tests may relax timing
+	noPolls    bool                         // no who-polled sampling unless an assertion needs it
 	kselftests []results.Kselftest          // guarded by mu
 	execLogs   map[*scenarios.Step]*execLog // exec steps' outputs, guarded by mu
 }

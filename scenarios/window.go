@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"napilab/results"
 	"strconv"
 	"strings"
 
@@ -166,4 +167,14 @@ func cycle(one string, many []string, i int) string {
 		return many[i%len(many)]
 	}
 	return one
+}
+
+// NeedsPolls says whether an assertion reads who polled (napi_polls).
+func (s *Scenario) NeedsPolls() bool {
+	for _, m := range s.Metrics() {
+		if m.Source == results.SourceNAPIPolls {
+			return true
+		}
+	}
+	return false
 }
