@@ -87,7 +87,7 @@ func newCompareView(c *Comparison, a, b []*Result) *compareView {
 func figureValues(runs []*Result, metric string) []float64 {
 	var out []float64
 	for _, r := range runs {
-		if v, ok := r.Figures[metric]; ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+		if v, ok := r.FigureValue(metric); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
 			out = append(out, v)
 		}
 	}

@@ -255,7 +255,8 @@ var KnownMetrics = []MetricDoc{
 	{"napi.cpu_seconds", "/proc/PID/stat of napi/*", "seconds", false,
 		"CPU time (utime+stime) of all threaded-NAPI kthreads"},
 	{"napi.polls.<dev>.<napi>.<context>[.cpuN]", "BPF on napi:napi_poll", "count", true,
-		"NAPI polls; napi is rx-<queue>, backlog or any; context is " + strings.Join(PollContexts, ", ") + " (softirq includes ksoftirqd)"},
+		"NAPI polls; napi is rx-<queue>, backlog or any; context is " + strings.Join(PollContexts, ", ") + " (softirq includes ksoftirqd); " +
+			"napi.polls.any.any.<context> sums every device"},
 	{"napi.packets.<dev>.<napi>.<context>[.cpuN]", "BPF on napi:napi_poll", "packets", true,
 		"packets those polls returned (the poll's work)"},
 }

@@ -60,8 +60,13 @@ func ParsePolls(text string) ([]PollLine, error) {
 	return out, nil
 }
 
+// AllDevices is the device of the polls metrics that sum every device:
+// napi.polls.any.any.<context>.
+const AllDevices = "any"
+
 // parsePolls turns napi_polls lines into per-CPU series for every
-// (polls|packets, dev, napi or "any", context or an aggregate).
+// (polls|packets, dev, napi or "any", context or an aggregate), and for
+// every device at once (dev and napi "any").
 func parsePolls(text string) (Series, error) {
 	lines, err := ParsePolls(text)
 	if err != nil {
@@ -80,9 +85,9 @@ func parsePolls(text string) (Series, error) {
 	}
 	for _, l := range lines {
 		for _, ctx := range pollContexts[l.Context] {
-			for _, napi := range []string{l.NAPI, "any"} {
-				add(pollField("polls", l.Dev, napi, ctx), l.CPU, l.Polls)
-				add(pollField("packets", l.Dev, napi, ctx), l.CPU, l.Packets)
+			for _, dn := range [][2]string{{l.Dev, l.NAPI}, {l.Dev, "any"}, {AllDevices, "any"}} {
+				add(pollField("polls", dn[0], dn[1], ctx), l.CPU, l.Polls)
+				add(pollField("packets", dn[0], dn[1], ctx), l.CPU, l.Packets)
 			}
 		}
 	}
@@ -193,4 +198,27 @@ func PollRates(snaps []PollSnapshot) []PollSeries {
 		out = append(out, *series[k])
 	}
 	return out
+}
+
+// PollsRecorded is the figure of every run whose snapshots said who polled:
+// all polls over the timeline, every device and context (0 included).
+const PollsRecorded = "napi.polls.any.any.any"
+
+// PollFigure says whether a figure counts who polled (napi.polls.* or
+// napi.packets.*). A run keeps those only where polls happened.
+func PollFigure(name string) bool {
+	return strings.HasPrefix(name, "napi.polls.") || strings.HasPrefix(name, "napi.packets.")
+}
+
+// FigureValue returns a run's value of a figure. A who-polled figure the run
+// lacks is 0 when the run recorded who polled at all (PollsRecorded): it saw
+// no polls of that NAPI in that context.
+func (r *Result) FigureValue(name string) (float64, bool) {
+	if v, ok := r.Figures[name]; ok {
+		return v, true
+	}
+	if _, rec := r.Figures[PollsRecorded]; rec && PollFigure(name) {
+		return 0, true
+	}
+	return 0, false
 }

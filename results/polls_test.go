@@ -30,6 +30,10 @@ func TestPollMetrics(t *testing.T) {
 		{"napi.polls.eth0.rx-1.kthread.cpu7", 0},
 		{"napi.polls.v.1.rx-0.busypoll", 3}, // a device name with a dot
 		{"napi.polls.nosuch.any.any", 0},
+		{"napi.polls.any.any.any", 25}, // every device
+		{"napi.polls.any.any.softirq", 15},
+		{"napi.packets.any.any.kthread.cpu1", 70},
+		{"napi.polls.any.rx-0.any", 0}, // only whole devices add up
 	} {
 		m, err := ParseMetric(tc.metric)
 		if err != nil {
@@ -66,5 +70,29 @@ func TestParsePollsRejects(t *testing.T) {
 		if _, err := ParsePolls(text); err == nil {
 			t.Errorf("ParsePolls(%q) accepted", text)
 		}
+	}
+}
+
+func TestFigureValue(t *testing.T) {
+	recorded := &Result{Figures: map[string]float64{PollsRecorded: 10, "napi.polls.eth0.any.kthread": 10}}
+	blind := &Result{Figures: map[string]float64{"softirqs.NET_RX": 5}}
+	for _, tc := range []struct {
+		name   string
+		r      *Result
+		figure string
+		want   float64
+		ok     bool
+	}{
+		{"kept", recorded, "napi.polls.eth0.any.kthread", 10, true},
+		{"no polls in that context", recorded, "napi.polls.eth0.any.softirq", 0, true},
+		{"no packets either", recorded, "napi.packets.vrx.rx-0.ksoftirqd", 0, true},
+		{"other figures stay missing", recorded, "softirqs.NET_RX", 0, false},
+		{"who polled not recorded", blind, "napi.polls.eth0.any.softirq", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if v, ok := tc.r.FigureValue(tc.figure); v != tc.want || ok != tc.ok {
+				t.Errorf("FigureValue(%s) = %v, %v; want %v, %v", tc.figure, v, ok, tc.want, tc.ok)
+			}
+		})
 	}
 }

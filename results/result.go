@@ -53,7 +53,9 @@ type Result struct {
 	Steps        []Step            `json:"steps"`
 	Loads        []Load            `json:"loads,omitempty"`
 	// Figures are the run's numbers for comparisons: metric deltas ("softirqs.NET_RX"),
-	// rates ("…/s"), load rates ("flood.rx_pps") and latencies ("rr.p99_us").
+	// rates ("…/s"), load rates ("flood.rx_pps"), latencies ("rr.p99_us") and who
+	// polled ("napi.polls.eth0.rx-0.kthread", kept where polls happened; read
+	// them with FigureValue).
 	Figures map[string]float64 `json:"figures,omitempty"`
 	Splats  []Splat            `json:"splats,omitempty"`
 	Hang    *Hang              `json:"hang,omitempty"`

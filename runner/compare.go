@@ -45,13 +45,25 @@ func Interleave(ctx context.Context, arms [2]Arm, outDir string, repeat int, eac
 }
 
 // Samples turns each arm's figures into comparison samples, metrics in
-// name order (the table keeps the order of first appearance).
+// name order (the table keeps the order of first appearance). A who-polled
+// figure some run lacks is 0 in it when it recorded who polled
+// (results.Result.FigureValue): runs keep only the contexts they saw.
 func Samples(runs map[string][]*results.Result) []results.Sample {
+	names := map[string]bool{}
+	for _, rs := range runs {
+		for _, r := range rs {
+			for name := range r.Figures {
+				names[name] = true
+			}
+		}
+	}
 	var out []results.Sample
 	for _, label := range slices.Sorted(maps.Keys(runs)) {
 		for i, r := range runs[label] {
-			for _, name := range slices.Sorted(maps.Keys(r.Figures)) {
-				out = append(out, results.Sample{Metric: name, Kernel: label, Run: i + 1, Value: r.Figures[name]})
+			for _, name := range slices.Sorted(maps.Keys(names)) {
+				if v, ok := r.FigureValue(name); ok {
+					out = append(out, results.Sample{Metric: name, Kernel: label, Run: i + 1, Value: v})
+				}
 			}
 		}
 	}

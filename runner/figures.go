@@ -1,6 +1,14 @@
 package runner
 
-import "strconv"
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"napilab/images/wire"
+	"napilab/results"
+)
 
 // figureMetrics are recorded for every run, so any two runs can be compared
 // (lab compare) whatever their assertions.
@@ -12,7 +20,8 @@ var figureMetrics = []string{
 
 // figures computes the run's numbers: for each metric its change over the
 // timeline and its rate per second, per-CPU forms of the CPU-time metrics,
-// each load's delivered rate and latency, and NET_RX per datagram.
+// each load's delivered rate and latency, NET_RX per datagram, and who
+// polled (pollFigures).
 func (t *timeline) figures(cpus int) map[string]float64 {
 	out := map[string]float64{}
 	names := append([]string{}, figureMetrics...)
@@ -36,6 +45,7 @@ func (t *timeline) figures(cpus int) map[string]float64 {
 	if rx, dg := out["softirqs.NET_RX"], out["snmp.Udp.InDatagrams"]; dg > 0 {
 		out["softirqs.NET_RX per datagram"] = rx / dg
 	}
+	t.pollFigures(out)
 	for _, l := range t.loadResults() {
 		if secs := float64(len(l.PerSecond)); secs > 0 {
 			out[l.Name+".rx_pps"] = float64(l.Received) / secs
@@ -48,4 +58,57 @@ func (t *timeline) figures(cpus int) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// pollFigures adds who polled over the timeline: for every context, the
+// change of napi.polls and napi.packets (the metrics a delta assertion reads)
+// over every device (napi.polls.any.any.<context>), per device
+// (<dev>.any.<context>) and per NAPI named by its queue or backlog
+// (<dev>.rx-0.<context>). The NAPIs come from the last snapshot of the
+// metrics group. A pair with no polls is left out, as is a NAPI named by its
+// address (<role>@<address> changes from boot to boot; it counts in its
+// device's figures), so the count grows with the NAPIs, not with CPUs or
+// tasks. results.PollsRecorded is always kept, even at 0: it says the run
+// recorded who polled, and a missing pair then reads 0 (Result.FigureValue).
+func (t *timeline) pollFigures(out map[string]float64) {
+	var text string
+	found := false
+	for _, s := range t.samples {
+		if v, ok := s.Data.Values[wire.SourceNAPIPolls]; ok && s.Group == metricsGroup {
+			text, found = v, true
+		}
+	}
+	lines, err := results.ParsePolls(text)
+	if !found || err != nil {
+		return
+	}
+	napis := map[string][]string{} // device -> its NAPIs, by name
+	for _, l := range lines {
+		if l.Dev != "?" && !slices.Contains(napis[l.Dev], l.NAPI) {
+			napis[l.Dev] = append(napis[l.Dev], l.NAPI)
+		}
+	}
+	targets := []string{results.AllDevices + ".any"}
+	for _, dev := range slices.Sorted(maps.Keys(napis)) {
+		targets = append(targets, dev+".any")
+		slices.Sort(napis[dev])
+		for _, n := range napis[dev] {
+			if !strings.Contains(n, "@") {
+				targets = append(targets, dev+"."+n)
+			}
+		}
+	}
+	for _, target := range targets {
+		for _, ctx := range results.PollContexts {
+			name := "napi.polls." + target + "." + ctx
+			polls, _, err := t.metricDelta(name)
+			if err != nil || polls <= 0 && name != results.PollsRecorded {
+				continue
+			}
+			out[name] = polls
+			if pkts, _, err := t.metricDelta("napi.packets." + target + "." + ctx); err == nil {
+				out["napi.packets."+target+"."+ctx] = pkts
+			}
+		}
+	}
 }

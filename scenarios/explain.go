@@ -29,14 +29,18 @@ func (s *Scenario) Explain(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "topology:")
 	for _, n := range s.Topology.NICs {
-		fmt.Fprintf(w, "  nic %s: virtio-net, %d queue pairs, %s, host side %s, mac %s%s\n", n.Name, n.Queues,
-			or(n.Address, "no address"), or(n.Host, "none"), n.MAC, gro(n.GRO))
+		fmt.Fprintf(w, "  nic %s: virtio-net, %d queue pairs, %s, host side %s, mac %s%s%s\n", n.Name, n.Queues,
+			or(n.Address, "no address"), or(n.Host, "none"), n.MAC, gro(n.GRO), features(n.Features))
 	}
 	for _, n := range s.Topology.Netns {
 		fmt.Fprintf(w, "  netns %s\n", n)
 	}
 	for _, v := range s.Topology.Veths {
-		fmt.Fprintf(w, "  veth %s <-> %s\n", end(v.End), end(v.Peer))
+		neigh := ""
+		if v.StaticNeigh {
+			neigh = ", permanent neighbour entries for each other"
+		}
+		fmt.Fprintf(w, "  veth %s <-> %s%s\n", end(v.End), end(v.Peer), neigh)
 	}
 	if len(s.Loads) > 0 {
 		fmt.Fprintln(w, "loads:")
@@ -58,6 +62,7 @@ func (s *Scenario) Explain(w io.Writer) {
 		fmt.Fprintf(w, "  %s: %s from %s to %s:%d (sink in netns %s), %d flows, %d-byte payloads, %s%s\n", name, kind, from,
 			l.SinkAddr, l.To.Port, or(l.SinkNetns, "root"), l.Flows, l.Size, rate, pin(l))
 	}
+	explainInjects(w, s.Inject)
 	fmt.Fprintf(w, "timeline (each action must finish within %v unless it says otherwise):\n", s.Defaults.Deadline.D())
 	end := explainSteps(w, s.Timeline, 0, "  ")
 	fmt.Fprintf(w, "  ~%v in all\n", end.Round(100*time.Millisecond))
@@ -86,7 +91,19 @@ func gro(g *bool) string {
 }
 
 func end(e End) string {
-	return fmt.Sprintf("%s (netns %s, %s%s)", e.Name, or(e.Netns, "root"), or(e.Address, "no address"), gro(e.GRO))
+	return fmt.Sprintf("%s (netns %s, %s%s%s)", e.Name, or(e.Netns, "root"), or(e.Address, "no address"), gro(e.GRO), features(e.Features))
+}
+
+// features spells ethtool features the way ethtool -K takes them.
+func features(f map[string]bool) string {
+	if len(f) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range sortedKeys(f) {
+		parts = append(parts, k+" "+map[bool]string{true: "on", false: "off"}[f[k]])
+	}
+	return ", ethtool -K " + strings.Join(parts, " ")
 }
 
 func pin(l *Load) string {
@@ -197,6 +214,14 @@ func describe(st *Step) (time.Duration, string) {
 		return 0, fmt.Sprintf("xps_cpus of %s tx queues %v = %s", st.XPS.Dev, queuesOr(st.XPS.Queues), strings.Join(st.XPS.CPUs, ", then "))
 	case st.IRQ != nil:
 		return 0, fmt.Sprintf("pin IRQs matching %q to cpus %s", st.IRQ.Match, st.IRQ.CPUs)
+	case st.Inject != nil:
+		switch {
+		case st.Inject.On == nil:
+			return 0, fmt.Sprintf("disarm, then arm inject probe %s", st.Inject.Name)
+		case *st.Inject.On:
+			return 0, "arm inject probe " + st.Inject.Name
+		}
+		return 0, "disarm inject probe " + st.Inject.Name
 	case st.Exec != nil:
 		return 0, fmt.Sprintf("run %q%s", strings.Join(st.Exec.Argv, " "), ns(st.Exec.Netns))
 	case len(st.Kselftest) > 0:
@@ -268,11 +293,13 @@ func explainAssert(a *Assert) string {
 	case a.NoStall != nil:
 		return fmt.Sprintf("%s%s's sink gets >= %d packets in every %v window", label, a.NoStall.Load, a.NoStall.Min, a.NoStall.Window.D())
 	case a.Grows != nil:
-		return fmt.Sprintf("%s%s grows by >= %g over the timeline", label, a.Grows.Metric, max(a.Grows.Min, 1))
+		return fmt.Sprintf("%s%s grows by >= %g %s%s", label, a.Grows.Metric, max(a.Grows.Min, 1), span(a), each(a))
 	case a.Delta != nil:
-		return fmt.Sprintf("%schange of %s over the timeline %s", label, a.Delta.Metric, bounds(a.Delta.Min, a.Delta.Max))
+		return fmt.Sprintf("%schange of %s %s: %s%s", label, a.Delta.Metric, span(a), bounds(a.Delta.Min, a.Delta.Max), each(a))
 	case a.Rate != nil:
-		return fmt.Sprintf("%s%s per second %s", label, a.Rate.Metric, bounds(a.Rate.Min, a.Rate.Max))
+		return fmt.Sprintf("%s%s per second %s: %s%s", label, a.Rate.Metric, span(a), bounds(a.Rate.Min, a.Rate.Max), each(a))
+	case a.Polls != nil:
+		return label + explainPolls(a)
 	case a.Latency != nil:
 		var parts []string
 		for _, b := range []struct {
@@ -285,9 +312,101 @@ func explainAssert(a *Assert) string {
 		}
 		return fmt.Sprintf("%s%s request/response latency %s", label, a.Latency.Load, strings.Join(parts, ", "))
 	case a.Ratio != nil:
-		return fmt.Sprintf("%schange of %s / change of %s %s", label, a.Ratio.Num, a.Ratio.Den, bounds(a.Ratio.Min, a.Ratio.Max))
+		return fmt.Sprintf("%schange of %s / change of %s %s: %s%s", label, a.Ratio.Num, a.Ratio.Den, span(a),
+			bounds(a.Ratio.Min, a.Ratio.Max), each(a))
 	}
 	return "?"
+}
+
+// span says over which part of the timeline a metric assertion is measured.
+func span(a *Assert) string {
+	switch {
+	case a.Each != "":
+		return fmt.Sprintf("in the %v after each repetition of %q", a.Within.D(), a.Each)
+	case a.During != nil:
+		w := a.During
+		var s string
+		switch {
+		case w.Step != "":
+			s = fmt.Sprintf("while %q runs", w.Step)
+		case w.After != "":
+			s = fmt.Sprintf("in the %v after %q ends", w.For.D(), w.After)
+		default:
+			s = fmt.Sprintf("from the start of %q to the end of %q", w.From, w.To)
+		}
+		if w.Skip > 0 {
+			s += fmt.Sprintf(" (skipping its first %v)", w.Skip.D())
+		}
+		return s
+	}
+	return "over the timeline"
+}
+
+// each marks the bounds of an each: assertion as holding per repetition.
+func each(a *Assert) string {
+	if a.Each != "" {
+		return " every time"
+	}
+	return ""
+}
+
+// explainPolls says whose polls (or polled packets) a polls assertion
+// counts, in which context, over which span, and the bounds.
+func explainPolls(a *Assert) string {
+	p := a.Polls
+	what := "polls of "
+	if p.Packets {
+		what = "packets polled from "
+	}
+	if p.Dev != "" {
+		what += "every NAPI of " + p.Dev
+	} else {
+		what += p.NAPI
+	}
+	if p.CPU != nil {
+		what += fmt.Sprintf(" on cpu %d", *p.CPU)
+	}
+	ctx := func(c string) string {
+		if c == "any" {
+			return "any context"
+		}
+		return c
+	}
+	if p.Context.ByValue == nil {
+		return fmt.Sprintf("%s in %s, %s: %s%s", what, ctx(p.Context.Fixed), span(a), bounds(p.Min, p.Max), each(a))
+	}
+	var by []string
+	for _, v := range sortedKeys(p.Context.ByValue) {
+		by = append(by, fmt.Sprintf("in %s after it set %q", ctx(p.Context.ByValue[v]), v))
+	}
+	return fmt.Sprintf("%s %s: %s%s, %s", what, span(a), bounds(p.Min, p.Max), each(a), strings.Join(by, " and "))
+}
+
+// explainInjects lists the race-widening probes.
+func explainInjects(w io.Writer, probes []*Inject) {
+	if len(probes) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "inject (BPF kprobes that busy-wait in the guest; the code under test is unchanged):")
+	for _, in := range probes {
+		at := "at " + in.At
+		if in.On == "return" {
+			at = "on return from " + in.At
+		}
+		limit := "no limit"
+		if in.Count > 0 {
+			limit = fmt.Sprintf("at most %d times", in.Count)
+		}
+		armed := "armed from the start"
+		if in.Armed != nil && !*in.Armed {
+			armed = "disarmed until an inject step arms it"
+		}
+		prob := 1.0
+		if in.Probability != nil {
+			prob = *in.Probability
+		}
+		fmt.Fprintf(w, "  %s: spin %v %s, probability %g, %s, %s (line %d)\n", in.Name, in.Delay.D(), at, prob, limit, armed, in.Pos.Line)
+	}
 }
 
 // Estimate is how long the timeline should take (sleeps and loops; actions

@@ -141,3 +141,12 @@ func TestSchema(t *testing.T) {
 		t.Errorf("Veth does not inline its first end: %v", doc.Defs["Veth"].Properties)
 	}
 }
+
+func TestReservedDeviceName(t *testing.T) {
+	y := strings.Replace(base, "name: eth0,", "name: any,", 1)
+	y = strings.Replace(y, "nic: eth0", "nic: any", 1)
+	_, err := Parse("x.yaml", []byte(y), nil)
+	if err == nil || !strings.Contains(err.Error(), `x.yaml:3:10: device name "any" is reserved`) {
+		t.Errorf("error = %v", err)
+	}
+}

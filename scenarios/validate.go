@@ -167,6 +167,9 @@ func (k *checker) checkDev(p Pos, ns, name, cidr string) {
 	if !devName.MatchString(name) {
 		k.c.add(p, "device name %q: want 1-15 letters, digits, . _ -", name)
 	}
+	if name == results.AllDevices {
+		k.c.add(p, "device name %q is reserved: napi.polls.any.any.<context> sums every device", name)
+	}
 	if k.devs[ns+"/"+name] {
 		k.c.add(p, "device %q declared twice", name)
 	}
