@@ -9,8 +9,8 @@ import (
 
 // Windowed assertions are measured between snapshots taken at their
 // windows' edges: the timeline takes them itself when a step starts or ends,
-// a fixed time after a step ends, and around every repetition of an each:
-// step, so a window never depends on when a free-running sampler happened
+// a fixed time after a step starts (a skip:) or ends, and around every
+// repetition of an each: step, so a window never depends on when a free-running sampler happened
 // to read.
 
 // edgesGroup names the snapshots taken at window edges.
@@ -19,6 +19,7 @@ const edgesGroup = "edges"
 // stepEdges says which snapshots a named step needs.
 type stepEdges struct {
 	start, end bool
+	afterStart []time.Duration // after the step's start (a during: window's skip:)
 	after      []time.Duration // after the step's end
 	within     time.Duration   // each: after every repetition (0: not watched)
 }
@@ -43,15 +44,25 @@ func planEdges(s *scenarios.Scenario) map[string]*stepEdges {
 		case w.Step != "":
 			get(w.Step).start = true
 			get(w.Step).end = true
+			get(w.Step).skip(w.Skip.D())
 		case w.After != "":
 			e := get(w.After)
 			e.after = append(e.after, w.Skip.D(), w.For.D())
 		default:
 			get(w.From).start = true
+			get(w.From).skip(w.Skip.D())
 			get(w.To).end = true
 		}
 	}
 	return out
+}
+
+// skip plans a snapshot d after the step's start, where a window that skips
+// its first d begins.
+func (e *stepEdges) skip(d time.Duration) {
+	if d > 0 {
+		e.afterStart = append(e.afterStart, d)
+	}
 }
 
 // edge takes one snapshot of the window sources and returns its host time
@@ -63,11 +74,17 @@ func (t *timeline) edge(ctx context.Context) float64 {
 	return t.snapshot(ctx, edgesGroup, t.windowSources())
 }
 
-// stepStarts snapshots before a step whose start is an edge.
+// stepStarts snapshots before a step whose start is an edge and schedules
+// the snapshots after its start.
 func (t *timeline) stepStarts(ctx context.Context, name string) {
-	if e := t.edges[name]; e != nil && e.start {
+	e := t.edges[name]
+	if e == nil {
+		return
+	}
+	if e.start {
 		t.edge(ctx)
 	}
+	t.edgesAfter(e.afterStart)
 }
 
 // stepEnded snapshots at a step's end and schedules the snapshots after it;
@@ -80,7 +97,13 @@ func (t *timeline) stepEnded(ctx context.Context, name string) {
 	if e.end || len(e.after) > 0 {
 		t.edge(ctx)
 	}
-	for _, d := range e.after {
+	t.edgesAfter(e.after)
+}
+
+// edgesAfter schedules a snapshot after each of delays from now; those stop
+// with the timeline.
+func (t *timeline) edgesAfter(delays []time.Duration) {
+	for _, d := range delays {
 		if d <= 0 {
 			continue
 		}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -130,6 +131,12 @@ func (t *timeline) metricAt(name string, from, to float64) (delta, secs float64,
 // a window's edges) or metricAt (the snapshots at exactly its edges).
 type between func(metric string, from, to float64) (delta, secs float64, err error)
 
+// errNoChange is a ratio whose denominator did not change over a window:
+// the snapshots were there, so the window was measured (the kernel did not
+// do what the ratio counts) and fails whatever its bounds, as a ratio over
+// the whole timeline does.
+var errNoChange = errors.New("did not change")
+
 // windowBounds is what a windowed assertion bounds: a value measured over a
 // span, the bounds, and the value's unit.
 type windowBounds struct {
@@ -167,7 +174,7 @@ func (t *timeline) windowed(a *scenarios.Assert, over between) windowBounds {
 			}
 			den, _, err := over(a.Ratio.Den, from, to)
 			if err == nil && den == 0 {
-				err = fmt.Errorf("%s did not change", a.Ratio.Den)
+				err = fmt.Errorf("%s %w", a.Ratio.Den, errNoChange)
 			}
 			return num / den, err
 		}}
@@ -199,7 +206,7 @@ func (t *timeline) evalDuring(a *scenarios.Assert, r results.Assert) results.Ass
 	}
 	v, err := wb.measure(ctx, from, to)
 	if err != nil {
-		r.Measured, r.Unmeasured = err.Error(), true
+		r.Measured, r.Unmeasured = err.Error(), !errors.Is(err, errNoChange)
 		return r
 	}
 	r.Measured = fmt.Sprintf("%.4g%s in %.2f-%.2fs", v, wb.unit, from, to)
@@ -237,12 +244,12 @@ func (t *timeline) evalEach(a *scenarios.Assert, r results.Assert) results.Asser
 			continue
 		}
 		v, err := wb.measure(ctx, from, to)
-		if err != nil {
+		if err != nil && !errors.Is(err, errNoChange) {
 			unmeasured++
 			continue
 		}
 		checked++
-		if within(v, wb.min, wb.max) {
+		if err == nil && within(v, wb.min, wb.max) {
 			continue
 		}
 		failed++
@@ -254,8 +261,12 @@ func (t *timeline) evalEach(a *scenarios.Assert, r results.Assert) results.Asser
 			if ctx != "" {
 				what = " " + ctx
 			}
-			bad = append(bad, fmt.Sprintf("repetition %d (%s) at %.2fs: %.4g%s%s in the %.0f ms after the action returned",
-				i+1, it.value, from, v, wb.unit, what, (to-from)*1000))
+			got := fmt.Sprintf("%.4g%s%s", v, wb.unit, what)
+			if err != nil {
+				got = err.Error()
+			}
+			bad = append(bad, fmt.Sprintf("repetition %d (%s) at %.2fs: %s in the %.0f ms after the action returned",
+				i+1, it.value, from, got, (to-from)*1000))
 		}
 	}
 	r.Measured = fmt.Sprintf("%d of %d windows in bounds", checked-failed, checked)

@@ -1,0 +1,173 @@
+package runner
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"napilab/images/wire"
+	"napilab/scenarios"
+)
+
+// windowScenario names steps for windowed assertions to refer to; asserts
+// is the scenario's asserts: section.
+func windowScenario(t *testing.T, asserts string) *scenarios.Scenario {
+	t.Helper()
+	if asserts == "" {
+		asserts = "  - no-splat: {}\n"
+	}
+	src := `name: w
+topology:
+  nics: [{name: eth0, queues: 2, address: 10.0.0.2/24, host: 10.0.0.1/24}]
+  netns: [a]
+  veths: [{name: vrx, address: 10.1.0.1/24, peer: {name: vtx, netns: a, address: 10.1.0.2/24}}]
+timeline:
+  - {name: warm, sleep: 1s}
+  - {name: flip, write: {path: /sys/class/net/vrx/threaded, values: ["1", "0"]}, every: 100ms, count: 4}
+  - {name: settle, sleep: 1s}
+asserts:
+` + asserts
+	s, err := scenarios.Parse("w.yaml", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// pollsAt is the napi_polls source with vrx/rx-0 polled kthread times by a
+// napi/ thread and softirq times in softirq, cumulative.
+func pollsAt(kthread, softirq int) wire.Sample {
+	return wire.Sample{Values: map[string]string{wire.SourceNAPIPolls: fmt.Sprintf(
+		"vrx rx-0 kthread 1 120 %d %d\nvrx rx-0 softirq 0 0 %d %d\n", kthread, 10*kthread, softirq, 10*softirq)}}
+}
+
+// at is a snapshot of vrx/rx-0's polls at host time host.
+type at struct {
+	host             float64
+	kthread, softirq int
+}
+
+// windowTimeline is a timeline of s that ran warm (0-1s), flip (1-1.4s)
+// and settle (1.4-2.4s) and took snaps.
+func windowTimeline(s *scenarios.Scenario, snaps ...at) *timeline {
+	tl := newTimeline(s, 1, nil, nil, nil)
+	tl.start = time.Unix(1000, 0)
+	sec := func(f float64) time.Time { return tl.start.Add(time.Duration(f * float64(time.Second))) }
+	for _, sp := range []struct {
+		name     string
+		from, to float64
+	}{{"warm", 0, 1}, {"flip", 1, 1.4}, {"settle", 1.4, 2.4}} {
+		tl.spans = append(tl.spans, span{name: sp.name, start: sec(sp.from), end: sec(sp.to)})
+	}
+	for _, sn := range snaps {
+		tl.samples = append(tl.samples, sampleRec{Group: edgesGroup, Host: sn.host, Data: pollsAt(sn.kthread, sn.softirq)})
+	}
+	return tl
+}
+
+func TestMetricIn(t *testing.T) {
+	const kthread = "napi.polls.vrx.rx-0.kthread"
+	other := sampleRec{Group: metricsGroup, Host: 1.0, Data: wire.Sample{Values: map[string]string{wire.SourceSoftirqs: ""}}}
+	for _, tc := range []struct {
+		name     string
+		snaps    []at
+		from, to float64
+		delta    float64
+		secs     float64
+		err      string
+	}{
+		{"nearest snapshots", []at{{0.5, 0, 0}, {0.99, 2, 0}, {1.5, 10, 0}, {2.01, 32, 0}, {2.6, 50, 0}}, 1, 2, 30, 1.02, ""},
+		{"a quarter of the window off", []at{{0.76, 2, 0}, {2.01, 32, 0}}, 1, 2, 30, 1.25, ""},
+		{"further off than a quarter", []at{{0.5, 0, 0}, {2.0, 32, 0}}, 1, 2, 0, 0, "nearest snapshots of napi_polls at 0.50s and 2.00s"},
+		{"end too far", []at{{1.0, 0, 0}, {1.7, 32, 0}}, 1, 2, 0, 0, "nearest snapshots"},
+		{"short window: 20 ms", []at{{0.985, 0, 0}, {1.05, 4, 0}}, 1, 1.04, 4, 0.065, ""},
+		{"short window too far", []at{{0.975, 0, 0}, {1.04, 4, 0}}, 1, 1.04, 0, 0, "nearest snapshots"},
+		{"one snapshot", []at{{1.5, 0, 0}}, 1, 2, 0, 0, "one snapshot of napi_polls"},
+		{"none", nil, 1, 2, 0, 0, "no snapshot of napi_polls"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := windowTimeline(windowScenario(t, ""), tc.snaps...)
+			// A snapshot without the source sits on the window's start.
+			tl.samples = append(tl.samples, other)
+			d, secs, err := tl.metricIn(kthread, tc.from, tc.to)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("metricIn = %v, %v, %v; want error %q", d, secs, err, tc.err)
+				}
+				return
+			}
+			if err != nil || d != tc.delta || !near(secs, tc.secs) {
+				t.Errorf("metricIn = %v over %vs (%v), want %v over %vs", d, secs, err, tc.delta, tc.secs)
+			}
+		})
+	}
+}
+
+func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+func TestMetricAt(t *testing.T) {
+	tl := windowTimeline(windowScenario(t, ""), at{1.0001, 1, 0}, at{1.0, 5, 0}, at{1.04, 9, 0}, at{1.0399, 100, 0})
+	d, secs, err := tl.metricAt("napi.polls.vrx.rx-0.kthread", 1.0, 1.04)
+	if err != nil || d != 4 || !near(secs, 0.04) {
+		t.Errorf("metricAt = %v over %vs (%v), want 4 over 0.04s from the snapshots at exactly 1.0 and 1.04", d, secs, err)
+	}
+	if _, _, err := tl.metricAt("napi.polls.vrx.rx-0.kthread", 1.0, 1.05); err == nil {
+		t.Error("metricAt measured without a snapshot at 1.05s")
+	}
+}
+
+func TestEvalDuring(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		assert     string
+		snaps      []at
+		drop       string // a step that did not run
+		passed     bool
+		unmeasured bool
+		measured   string
+		spans      [][2]float64
+	}{
+		{name: "during a step", assert: `{during: {step: flip}, polls: {napi: vrx/rx-0, context: kthread, min: 1}}`,
+			snaps: []at{{0.5, 0, 0}, {1.0, 2, 0}, {1.2, 5, 0}, {1.4, 10, 0}, {2.4, 10, 0}}, passed: true,
+			measured: "8 in 1.00-1.40s", spans: [][2]float64{{1, 1.4}}},
+		{name: "fails", assert: `{during: {step: flip}, polls: {napi: vrx/rx-0, context: softirq, max: 0}}`,
+			snaps: []at{{1.0, 2, 3}, {1.4, 10, 4}}, measured: "1 in 1.00-1.40s", spans: [][2]float64{{1, 1.4}}},
+		{name: "after a step, skipping", assert: `{during: {after: warm, for: 400ms, skip: 100ms}, polls: {napi: vrx/rx-0, context: kthread, max: 5}}`,
+			snaps: []at{{1.0, 0, 0}, {1.1, 2, 0}, {1.4, 6, 0}}, passed: true, measured: "4 in 1.10-1.40s", spans: [][2]float64{{1.1, 1.4}}},
+		{name: "from one step to another", assert: `{during: {from: flip, to: settle}, polls: {napi: vrx/rx-0, context: any, min: 20}}`,
+			snaps: []at{{1.0, 0, 0}, {2.4, 10, 10}}, passed: true, measured: "20 in 1.00-2.40s", spans: [][2]float64{{1, 2.4}}},
+		{name: "rate", assert: `{during: {step: settle}, rate: {metric: napi.polls.vrx.rx-0.softirq, min: 100}}`,
+			snaps: []at{{1.4, 0, 0}, {2.4, 0, 50}}, measured: "50/s in 1.40-2.40s", spans: [][2]float64{{1.4, 2.4}}},
+		{name: "ratio", assert: `{during: {step: flip}, ratio: {num: napi.packets.vrx.rx-0.any, den: napi.polls.vrx.rx-0.any, min: 10}}`,
+			snaps: []at{{1.0, 1, 1}, {1.4, 3, 4}}, passed: true, measured: "10 in 1.00-1.40s", spans: [][2]float64{{1, 1.4}}},
+		// Measured: the denominator stayed put in the window, the kernel's doing.
+		{name: "ratio whose denominator did not change", assert: `{during: {step: flip}, ratio: {num: napi.packets.vrx.rx-0.any, den: napi.polls.vrx.rx-0.any, min: 10}}`,
+			snaps: []at{{1.0, 1, 1}, {1.4, 1, 1}}, measured: "napi.polls.vrx.rx-0.any did not change", spans: [][2]float64{{1, 1.4}}},
+		{name: "nearest snapshots too far", assert: `{during: {step: flip}, polls: {napi: vrx/rx-0, context: kthread, min: 1}}`,
+			snaps: []at{{0.7, 0, 0}, {1.8, 10, 0}}, unmeasured: true, spans: [][2]float64{{1, 1.4}},
+			measured: "nearest snapshots of napi_polls at 0.70s and 1.80s for the window 1.00-1.40s"},
+		{name: "one snapshot near the window", assert: `{during: {step: flip}, polls: {napi: vrx/rx-0, context: kthread, min: 1}}`,
+			snaps: []at{{0.5, 0, 0}, {2.4, 10, 0}}, unmeasured: true, spans: [][2]float64{{1, 1.4}},
+			measured: "one snapshot of napi_polls in 1.00-1.40s"},
+		{name: "no snapshots", assert: `{during: {step: flip}, polls: {napi: vrx/rx-0, context: kthread, min: 1}}`,
+			unmeasured: true, spans: [][2]float64{{1, 1.4}}, measured: "no snapshot of napi_polls"},
+		{name: "the step did not run", assert: `{during: {step: flip}, polls: {napi: vrx/rx-0, context: kthread, min: 1}}`,
+			snaps: []at{{1.0, 0, 0}, {1.4, 10, 0}}, drop: "flip", unmeasured: true, measured: `step "flip" did not run`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := windowScenario(t, "  - "+tc.assert)
+			tl := windowTimeline(s, tc.snaps...)
+			if tc.drop != "" {
+				tl.spans = slices.DeleteFunc(tl.spans, func(sp span) bool { return sp.name == tc.drop })
+			}
+			r := tl.evaluate(s.Asserts[0])
+			if r.Passed != tc.passed || r.Unmeasured != tc.unmeasured || r.Measured != tc.measured || !reflect.DeepEqual(r.Spans, tc.spans) {
+				t.Errorf("passed %v unmeasured %v measured %q spans %v, want %v %v %q %v",
+					r.Passed, r.Unmeasured, r.Measured, r.Spans, tc.passed, tc.unmeasured, tc.measured, tc.spans)
+			}
+		})
+	}
+}
