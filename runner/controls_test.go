@@ -34,6 +34,10 @@ var positiveControls = []positiveControl{
 	// only who polled after the link came back tells (5 of 5 runs FAIL).
 	{"regress-napi-enable-threaded-6.1.yaml", "napi-disable-threaded-nic.yaml",
 		regexp.MustCompile(`^assertion failed: after the flips, eth0 is polled by its kthreads only$`), nil},
+	// The napi_disable hang again, at a gentle flood and few flips, where
+	// plain repetition rarely catches it; race widening (a busy-wait when
+	// the woken kthread's kthread_should_stop() returns) does.
+	{"regress-napi-disable-hang-6.1.yaml", "napi-disable-threaded-nic-inject.yaml", regexp.MustCompile(`^hang in napi_disable$`), nil},
 }
 
 // TestPositiveControls is make test-lab: each regression kernel must FAIL

@@ -35,9 +35,10 @@ func (t *timeline) injections() []results.Injection {
 	}
 	t.mu.Lock()
 	var text string
+	final := false // read after the timeline, not only before it
 	for i := len(t.samples) - 1; i >= 0; i-- {
 		if v, ok := t.samples[i].Data.Values[wire.SourceInject]; ok {
-			text = v
+			text, final = v, t.final > 0 && t.samples[i].Host == t.final
 			break
 		}
 	}
@@ -62,6 +63,8 @@ func (t *timeline) injections() []results.Injection {
 		switch {
 		case !ok:
 			in.Warning = "the lab could not read this probe's counters"
+		case !final:
+			in.Warning = "counted before the timeline ended (the guest stopped answering): the counts are a lower bound"
 		case c[0] == 0:
 			in.Warning = fmt.Sprintf("%s never ran: the function is not on the path this scenario drives", p.At)
 		case c[1] == 0:

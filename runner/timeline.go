@@ -59,6 +59,7 @@ type timeline struct {
 	edges   map[string]*stepEdges           // snapshots windowed assertions need, by step name
 	edgeCtx context.Context                 // ends the snapshots scheduled after steps
 	edgeWG  sync.WaitGroup
+	final   float64    // host time of the snapshot after the timeline, 0 if none
 	rng     *rand.Rand // jitter, seeded from the scenario (guarded by mu)
 
 	ksTimeouts map[string]time.Duration     // per-test timeout by kselftest collection
@@ -156,7 +157,7 @@ func (t *timeline) run(ctx context.Context) error {
 				err = serr
 			}
 		}
-		t.snapshot(ctx, metricsGroup, t.metricSources())
+		t.final = t.snapshot(ctx, metricsGroup, t.metricSources())
 	}
 	// The guest may be stuck: host senders stop here whatever happened.
 	t.mu.Lock()
