@@ -178,3 +178,16 @@ func TestLookupIndexIncomplete(t *testing.T) {
 		t.Error("lookupIndex hit an unknown hash")
 	}
 }
+
+func TestArtifactRelease(t *testing.T) {
+	a := &Artifact{Dir: t.TempDir()}
+	if got := a.Release(); got != "" {
+		t.Errorf("release of an artifact without %s = %q, want empty", ReleaseFile, got)
+	}
+	if err := os.WriteFile(filepath.Join(a.Dir, ReleaseFile), []byte("6.12.117\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Release(); got != "6.12.117" {
+		t.Errorf("release = %q, want 6.12.117", got)
+	}
+}

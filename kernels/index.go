@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Artifact files inside an artifact dir.
@@ -70,6 +71,16 @@ func loadArtifact(dir string) (*Artifact, error) {
 		return nil, fmt.Errorf("failed to read artifact: %w", err)
 	}
 	return a, nil
+}
+
+// Release returns the kernel release (uname -r) the build recorded, or ""
+// when the artifact holds none.
+func (a *Artifact) Release() string {
+	data, err := os.ReadFile(filepath.Join(a.Dir, ReleaseFile))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
 }
 
 // newArtifact describes the artifact dir holding info's build.

@@ -112,6 +112,7 @@ func progressWriter(w io.Writer, quiet bool) func(kernels.Progress) {
 // guestConfig is the part of a run's configuration that comes from the built
 // kernel (at specPath) and the image; callers add the scenario and the rest.
 func guestConfig(specPath string, spec *kernels.Spec, k *kernels.Artifact, img *images.Image) runner.Config {
-	return runner.Config{Kernel: results.Kernel{Spec: spec.Name, Key: k.Key, BzImage: k.BzImage}, KernelSpec: specPath,
+	// The release is the build's until the guest reports its uname -r.
+	return runner.Config{Kernel: results.Kernel{Spec: spec.Name, Key: k.Key, BzImage: k.BzImage, Release: k.Release()}, KernelSpec: specPath,
 		Cmdline: spec.Cmdline, Initramfs: img.Path, ImageHash: img.Hash}
 }

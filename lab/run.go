@@ -115,11 +115,16 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 	var jobs []runner.Job
 	memory := 0
 	stamp := time.Now().Format("20060102-150405")
+	out := cmd.OutOrStdout()
 	for _, kpath := range o.kernels {
 		for _, p := range plan {
 			base, err := gs.config(ctx, kpath, p.s)
 			if err != nil {
 				return err
+			}
+			if why := p.s.Unsupported(base.Kernel.Release); why != "" {
+				fmt.Fprintf(out, "SKIP  %s on %s (%s): %s\n", p.s.Name, base.Kernel.Spec, base.Kernel.Release, why)
+				continue
 			}
 			group := fmt.Sprintf("%s@%s%s", p.s.Name, base.Kernel.Spec, paramSuffix(p.params))
 			for i := 1; i <= o.repeat; i++ {
@@ -151,7 +156,6 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 	}
 	groups := map[string][]*results.Result{}
 	worst := results.Pass
-	out := cmd.OutOrStdout()
 	runner.RunBatch(ctx, jobs, parallel, o.untilFail, func(j runner.Job, r *results.Result) {
 		printVerdict(out, r, j.Cfg.OutDir)
 		groups[j.Group] = append(groups[j.Group], r)

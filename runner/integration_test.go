@@ -103,10 +103,14 @@ func TestShippedScenarios(t *testing.T) {
 		t.Fatalf("%d shipped scenarios, want the five families", len(files))
 	}
 	for _, f := range files {
-		if s, err := scenarios.Open(f, nil); err == nil && s.NeedsDebian() {
+		s, err := scenarios.Open(f, nil)
+		if err == nil && s.NeedsDebian() {
 			continue // TestShippedKselftestScenarios
 		}
 		t.Run(filepath.Base(f), func(t *testing.T) {
+			if err == nil && s.Unsupported(k.Release()) != "" {
+				t.Skipf("%s on %s: %s", s.Name, k.Release(), s.Unsupported(k.Release()))
+			}
 			res := runScenario(t, f, k, img, nil)
 			if res.Verdict != results.Pass {
 				t.Fatalf("verdict %s: %v\n%s", res.Verdict, res.Reasons, res.ConsoleTail)

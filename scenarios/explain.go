@@ -19,6 +19,9 @@ func (s *Scenario) Explain(w io.Writer) {
 	if len(s.Includes) > 0 {
 		fmt.Fprintf(w, "includes: %s\n", strings.Join(s.Includes, ", "))
 	}
+	if s.Kernel.Min != "" {
+		fmt.Fprintf(w, "kernels: %s or newer (older ones print SKIP: %s)\n", s.Kernel.Min, s.Kernel.Reason)
+	}
 	fmt.Fprintf(w, "\nmachine: %d vCPUs, %d MiB", s.Machine.CPUs, s.Machine.MemoryMB)
 	if len(s.Machine.Cmdline) > 0 {
 		fmt.Fprintf(w, ", cmdline %q", strings.Join(s.Machine.Cmdline, " "))

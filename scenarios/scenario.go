@@ -28,6 +28,8 @@ type Scenario struct {
 	// Inject lists race-widening probes (delays at kernel functions).
 	Inject   []*Inject `yaml:"inject"`
 	Defaults Defaults  `yaml:"defaults"`
+	// Kernel is the oldest kernel the scenario applies to.
+	Kernel KernelReq `yaml:"kernel"`
 
 	// Path is the file the scenario came from.
 	Path string `yaml:"-"`

@@ -94,6 +94,7 @@ func (s *Scenario) resolvePositions(f files) {
 	for _, in := range s.Inject {
 		fix(&in.Pos)
 	}
+	fix(&s.Kernel.Pos)
 }
 
 var devName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,15}$`)
@@ -155,6 +156,7 @@ func (s *Scenario) validate(c *collector) {
 		k.assert(a)
 	}
 	k.injects()
+	k.kernelReq()
 }
 
 func (k *checker) checkNetns(p Pos, ns string) {
