@@ -19,6 +19,8 @@ type timeline struct {
 	steps  []laneStep
 	lanes  int
 	splats []splatMark
+	// windows are the windowed assertions' spans, one row each.
+	windows []Assert
 }
 
 // series is one line of a plot.
@@ -72,7 +74,34 @@ func newTimeline(r *Result, samples []SampleLine) *timeline {
 	t.fitPolls(r.Polls)
 	t.placeSteps(r.Steps)
 	t.placeSplats(r, samples)
+	for _, a := range r.Asserts {
+		if len(a.Spans) > 0 && len(t.windows) < maxWindowRows {
+			t.windows = append(t.windows, a)
+		}
+	}
 	return t
+}
+
+// maxWindowRows bounds the assertion-window rows under the steps strip.
+const maxWindowRows = 8
+
+// drawWindows draws one row per windowed assertion: its measured spans,
+// green when it held, red when it failed, with the measured value as a tip.
+func (t *timeline) drawWindows(s *svg, x scale, top float64) {
+	for i, a := range t.windows {
+		y := top + float64(i)*tlLane
+		color := "#2e7d32"
+		if !a.Passed {
+			color = svgRed
+		}
+		for _, sp := range a.Spans {
+			fmt.Fprintf(&s.b, `<rect x="%s" y="%s" width="%s" height="%s" fill="%s" opacity="0.6">`,
+				svgN(x.at(sp[0])), svgN(y+3), svgN(max(x.at(sp[1])-x.at(sp[0]), 2)), svgN(tlLane-6), color)
+			s.title(fmt.Sprintf("%s: %s (%s)", a.Name, a.Measured, a.Window))
+			s.b.WriteString("</rect>")
+		}
+		s.text(tlLeft-4, y+tlLane-6, "end", color, svgClip(a.Name, 18), "")
+	}
 }
 
 // fitPolls stretches the axis to the napi_polls samples taken shortly after
@@ -225,7 +254,7 @@ func (t *timeline) svg() template.HTML {
 	if len(t.netRX) > 0 {
 		h += tlRXPlot + tlGap
 	}
-	h += float64(t.lanes)*tlLane + 40
+	h += float64(t.lanes+len(t.windows))*tlLane + 40
 	s := newSVG(tlWidth, h, "timeline: loads, NET_RX rates, steps and splats")
 	x := scale{0, max(t.end, 0.001), tlLeft, tlWidth - tlRight}
 	y := top
@@ -239,6 +268,8 @@ func (t *timeline) svg() template.HTML {
 	}
 	t.drawSteps(s, x, y)
 	y += float64(t.lanes) * tlLane
+	t.drawWindows(s, x, y)
+	y += float64(len(t.windows)) * tlLane
 	s.line(tlLeft, y+2, tlWidth-tlRight, y+2, svgInk, 1, "")
 	s.xAxis(x, y+2, "seconds since the timeline began")
 	for i, m := range t.splats {

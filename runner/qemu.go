@@ -36,6 +36,10 @@ type QEMU struct {
 type QEMUNIC struct {
 	MAC    string
 	Queues []*os.File
+	// NoEventIdx turns off virtio's used-event interrupt suppression
+	// (event_idx=off): the device then interrupts for every buffer it
+	// fills while the driver has callbacks on.
+	NoEventIdx bool
 }
 
 // Args returns the command line; fds of NIC queues are numbered from 3 in order.
@@ -67,7 +71,7 @@ func (q *QEMU) Args() []string {
 		id := fmt.Sprintf("net%d", i)
 		args = append(args,
 			"-netdev", fmt.Sprintf("tap,id=%s,fds=%s,vhost=off", id, strings.Join(fds, ":")),
-			"-device", fmt.Sprintf("virtio-net-pci,netdev=%s,mac=%s,mq=on,vectors=%d", id, n.MAC, 2*len(n.Queues)+2))
+			"-device", fmt.Sprintf("virtio-net-pci,netdev=%s,mac=%s,mq=on,vectors=%d%s", id, n.MAC, 2*len(n.Queues)+2, eventIdx(n.NoEventIdx)))
 	}
 	return args
 }
@@ -254,4 +258,11 @@ func (c *console) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.lines)
+}
+
+func eventIdx(off bool) string {
+	if off {
+		return ",event_idx=off"
+	}
+	return ""
 }

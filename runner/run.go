@@ -155,7 +155,8 @@ func (r *run) do(ctx context.Context) error {
 		q.Append += " napilab.shell=1"
 	}
 	for i, t := range r.host.taps {
-		q.NICs = append(q.NICs, QEMUNIC{MAC: r.s.Topology.NICs[i].MAC, Queues: t.Queues})
+		n := r.s.Topology.NICs[i]
+		q.NICs = append(q.NICs, QEMUNIC{MAC: n.MAC, Queues: t.Queues, NoEventIdx: n.EventIdx != nil && !*n.EventIdx})
 	}
 	r.ctlPath, r.monPath = q.Control, q.Monitor
 	r.res.QEMU = q.Cmdline()

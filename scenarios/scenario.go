@@ -75,6 +75,9 @@ type NIC struct {
 	Address string `yaml:"address"` // guest address, CIDR
 	Host    string `yaml:"host"`    // host (tap) address, CIDR
 	GRO     *bool  `yaml:"gro"`
+	// EventIdx false turns off virtio's interrupt suppression (QEMU
+	// event_idx=off): every filled buffer interrupts while callbacks are on.
+	EventIdx *bool `yaml:"event_idx"`
 	// Features sets ethtool features by name (ethtool -k spelling).
 	Features map[string]bool `yaml:"features"`
 	MAC      string          `yaml:"mac"` // default 52:54:00:12:34:<index+0x56>
