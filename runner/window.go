@@ -188,7 +188,7 @@ func (t *timeline) windowed(a *scenarios.Assert, over between) windowBounds {
 
 // evalDuring checks an assertion over its during: window.
 func (t *timeline) evalDuring(a *scenarios.Assert, r results.Assert) results.Assert {
-	r.Window = a.During.String()
+	r.Window = a.Span()
 	from, to, err := t.windowSpan(a.During)
 	if err == nil && to <= from {
 		err = fmt.Errorf("the window %.2f-%.2fs is empty", from, to)
@@ -219,7 +219,7 @@ const maxSpans = 50
 
 // evalEach checks an assertion after every repetition of its each: step.
 func (t *timeline) evalEach(a *scenarios.Assert, r results.Assert) results.Assert {
-	r.Window = fmt.Sprintf("%v after each repetition of %q", a.Within.D(), a.Each)
+	r.Window = a.Span()
 	st := t.s.StepNames()[a.Each]
 	t.mu.Lock()
 	iters := append([]iteration(nil), t.iters[st]...)

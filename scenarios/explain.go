@@ -322,28 +322,7 @@ func explainAssert(a *Assert) string {
 }
 
 // span says over which part of the timeline a metric assertion is measured.
-func span(a *Assert) string {
-	switch {
-	case a.Each != "":
-		return fmt.Sprintf("in the %v after each repetition of %q", a.Within.D(), a.Each)
-	case a.During != nil:
-		w := a.During
-		var s string
-		switch {
-		case w.Step != "":
-			s = fmt.Sprintf("while %q runs", w.Step)
-		case w.After != "":
-			s = fmt.Sprintf("in the %v after %q ends", w.For.D(), w.After)
-		default:
-			s = fmt.Sprintf("from the start of %q to the end of %q", w.From, w.To)
-		}
-		if w.Skip > 0 {
-			s += fmt.Sprintf(" (skipping its first %v)", w.Skip.D())
-		}
-		return s
-	}
-	return "over the timeline"
-}
+func span(a *Assert) string { return a.Span() }
 
 // each marks the bounds of an each: assertion as holding per repetition.
 func each(a *Assert) string {

@@ -21,21 +21,32 @@ type Window struct {
 	Skip  Duration `yaml:"skip"`
 }
 
-// String describes the window the way the report shows it.
+// String describes the window the way explain and the report show it.
 func (w *Window) String() string {
 	var s string
 	switch {
 	case w.Step != "":
-		s = fmt.Sprintf("during %q", w.Step)
+		s = fmt.Sprintf("while %q runs", w.Step)
 	case w.After != "":
-		s = fmt.Sprintf("%v after %q", w.For.D(), w.After)
+		s = fmt.Sprintf("in the %v after %q ends", w.For.D(), w.After)
 	default:
-		s = fmt.Sprintf("from %q to %q", w.From, w.To)
+		s = fmt.Sprintf("from the start of %q to the end of %q", w.From, w.To)
 	}
 	if w.Skip > 0 {
-		s += fmt.Sprintf(" skipping %v", w.Skip.D())
+		s += fmt.Sprintf(" (skipping its first %v)", w.Skip.D())
 	}
 	return s
+}
+
+// Span says which part of the timeline an assertion looks at.
+func (a *Assert) Span() string {
+	switch {
+	case a.Each != "":
+		return fmt.Sprintf("in the %v after each repetition of %q", a.Within.D(), a.Each)
+	case a.During != nil:
+		return a.During.String()
+	}
+	return "over the timeline"
 }
 
 // Polls bounds how often a NAPI (or every NAPI of a device) was polled in

@@ -175,14 +175,19 @@ func (p *pollCounter) softirqEntry(f map[string]eventField) (asm.Instructions, e
 	if err != nil {
 		return nil, err
 	}
+	return p.stateFrom(fs[0], asm.Word, 0), nil
+}
+
+// stateFrom stores a record field + 1 (0 stays "none") at off in the CPU's state.
+func (p *pollCounter) stateFrom(f eventField, size asm.Size, off int16) asm.Instructions {
 	insns := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}
 	insns = append(insns, p.lookupState("out")...)
 	insns = append(insns,
-		asm.LoadMem(asm.R1, asm.R6, int16(fs[0].offset), asm.Word),
+		asm.LoadMem(asm.R1, asm.R6, int16(f.offset), size),
 		asm.Add.Imm(asm.R1, 1),
-		asm.StoreMem(asm.R0, 0, asm.R1, asm.Word),
+		asm.StoreMem(asm.R0, off, asm.R1, asm.Word),
 	)
-	return append(insns, exit("out")...), nil
+	return append(insns, exit("out")...)
 }
 
 // softirqExit clears the flag.
@@ -201,14 +206,7 @@ func (p *pollCounter) groEntry(f map[string]eventField) (asm.Instructions, error
 	if fs[0].size != 2 {
 		return nil, fmt.Errorf("napi_gro_receive_entry queue_mapping is %d bytes, want 2", fs[0].size)
 	}
-	insns := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}
-	insns = append(insns, p.lookupState("out")...)
-	insns = append(insns,
-		asm.LoadMem(asm.R1, asm.R6, int16(fs[0].offset), asm.Half),
-		asm.Add.Imm(asm.R1, 1),
-		asm.StoreMem(asm.R0, 4, asm.R1, asm.Word),
-	)
-	return append(insns, exit("out")...), nil
+	return p.stateFrom(fs[0], asm.Half, 4), nil
 }
 
 // Stack layout of napiPoll (offsets from R10).
