@@ -171,3 +171,66 @@ func TestEvalDuring(t *testing.T) {
 		})
 	}
 }
+
+// TestEvalEach checks each: repetitions measured between their own edge
+// snapshots, with the context picked by the value written.
+func TestEvalEach(t *testing.T) {
+	const assert = `{each: flip, within: 100ms, polls: {napi: vrx/rx-0, context: {"1": kthread, "0": softirq}, min: 1}}`
+	type rep struct {
+		value    string
+		from, to at // the edge snapshots, host < 0: not taken
+	}
+	for _, tc := range []struct {
+		name             string
+		reps             []rep
+		passed, unmeasur bool
+		measured, detail string
+	}{
+		{name: "every flip moves the polling", reps: []rep{
+			{"1", at{1.0, 0, 0}, at{1.1, 3, 0}}, {"0", at{1.1, 3, 0}, at{1.2, 3, 2}},
+			{"1", at{1.2, 3, 2}, at{1.3, 5, 2}}, {"0", at{1.3, 5, 2}, at{1.4, 5, 4}}},
+			passed: true, measured: "4 of 4 windows in bounds"},
+		{name: "one flip does not take", reps: []rep{
+			{"1", at{1.0, 0, 0}, at{1.1, 3, 0}}, {"0", at{1.1, 3, 0}, at{1.2, 3, 2}},
+			{"1", at{1.2, 3, 2}, at{1.3, 3, 6}}, {"0", at{1.3, 3, 6}, at{1.4, 3, 8}}},
+			measured: "3 of 4 windows in bounds", detail: "repetition 3 (1) at 1.20s: 0 kthread in the 100 ms after the action returned"},
+		{name: "a window without snapshots is not evidence", reps: []rep{
+			{"1", at{1.0, 0, 0}, at{1.1, 3, 0}}, {"0", at{-1, 0, 0}, at{1.2, 3, 2}},
+			{"1", at{1.2, 3, 2}, at{1.3, 5, 2}}, {"0", at{1.3, 5, 2}, at{1.32, 5, 4}}},
+			passed: true, measured: "2 of 2 windows in bounds (2 not measured: no snapshots at their edges)"},
+		{name: "most windows unmeasured", reps: []rep{
+			{"1", at{1.0, 0, 0}, at{1.1, 3, 0}}, {"0", at{-1, 0, 0}, at{1.2, 3, 2}},
+			{"1", at{-1, 0, 0}, at{1.3, 5, 2}}, {"0", at{1.3, 5, 2}, at{-1, 5, 4}}},
+			unmeasur: true, measured: "1 of 1 windows in bounds (3 not measured: no snapshots at their edges)"},
+		{name: "values the assertion does not name are skipped", reps: []rep{
+			{"2", at{1.0, 0, 0}, at{1.1, 0, 0}}, {"1", at{1.1, 0, 0}, at{1.2, 4, 0}}},
+			passed: true, measured: "1 of 1 windows in bounds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := windowScenario(t, "  - "+assert)
+			tl := windowTimeline(s)
+			st := s.StepNames()["flip"]
+			for i, r := range tc.reps {
+				it := iteration{start: r.from.host - 0.01, done: r.from.host, until: 1.4, value: r.value, from: r.from.host, to: r.to.host}
+				for _, e := range []at{r.from, r.to} {
+					if e.host >= 0 {
+						tl.samples = append(tl.samples, sampleRec{Group: edgesGroup, Host: e.host + float64(i)*1e-6, Data: pollsAt(e.kthread, e.softirq)})
+					}
+				}
+				if it.from >= 0 {
+					it.from += float64(i) * 1e-6
+				}
+				if it.to >= 0 {
+					it.to += float64(i) * 1e-6
+				}
+				tl.iters[st] = append(tl.iters[st], it)
+			}
+			tl.end = tl.start.Add(3 * time.Second)
+			r := tl.evaluate(s.Asserts[0])
+			if r.Passed != tc.passed || r.Unmeasured != tc.unmeasur || r.Measured != tc.measured || r.Detail != tc.detail {
+				t.Errorf("passed %v unmeasured %v measured %q detail %q,\nwant %v %v %q %q", r.Passed, r.Unmeasured, r.Measured, r.Detail,
+					tc.passed, tc.unmeasur, tc.measured, tc.detail)
+			}
+		})
+	}
+}
