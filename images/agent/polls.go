@@ -75,7 +75,11 @@ type pollCounter struct {
 	polls *ebpf.Map
 	state *ebpf.Map
 	links []link.Link
-	syms  kallsyms
+	// gro reads each packet's queue; it runs per packet, the costliest of
+	// the programs, so it is attached only while a NAPI lacks its queue.
+	gro     *ebpf.Program
+	groLink link.Link
+	syms    kallsyms
 }
 
 // start loads and attaches the programs on first use.
@@ -97,6 +101,14 @@ func (p *pollCounter) close() {
 		l.Close()
 	}
 	p.links = nil
+	if p.groLink != nil {
+		p.groLink.Close()
+		p.groLink = nil
+	}
+	if p.gro != nil {
+		p.gro.Close()
+		p.gro = nil
+	}
 	if p.polls != nil {
 		p.polls.Close()
 	}
@@ -143,12 +155,35 @@ func (p *pollCounter) attach() error {
 		if err != nil {
 			return fmt.Errorf("failed to load the %s:%s program: %w", pr.group, pr.event, err)
 		}
+		if pr.event == "napi_gro_receive_entry" {
+			p.gro = prog
+			if err := p.watchQueues(true); err != nil {
+				return err
+			}
+			continue
+		}
 		l, err := link.Tracepoint(pr.group, pr.event, prog, nil)
 		prog.Close() // the link holds it
 		if err != nil {
 			return fmt.Errorf("failed to attach to %s:%s: %w", pr.group, pr.event, err)
 		}
 		p.links = append(p.links, l)
+	}
+	return nil
+}
+
+// watchQueues attaches or detaches the per-packet queue program.
+func (p *pollCounter) watchQueues(on bool) error {
+	switch {
+	case on && p.groLink == nil:
+		l, err := link.Tracepoint("net", "napi_gro_receive_entry", p.gro, nil)
+		if err != nil {
+			return fmt.Errorf("failed to attach to net:napi_gro_receive_entry: %w", err)
+		}
+		p.groLink = l
+	case !on && p.groLink != nil:
+		p.groLink.Close()
+		p.groLink = nil
 	}
 	return nil
 }
@@ -374,7 +409,10 @@ func (p *pollCounter) read() (string, error) {
 	if err := it.Err(); err != nil {
 		return "", fmt.Errorf("failed to read the polls map: %w", err)
 	}
-	names := p.nameNAPIs(entries)
+	names, unnamed := p.nameNAPIs(entries)
+	if err := p.watchQueues(unnamed); err != nil {
+		return "", err
+	}
 	sort.Slice(entries, func(i, j int) bool {
 		a, b := entries[i], entries[j]
 		if a.dev != b.dev {
@@ -403,8 +441,9 @@ func (p *pollCounter) read() (string, error) {
 }
 
 // nameNAPIs names every NAPI pointer: rx-<queue> from the packets it
-// returned, backlog for the per-CPU backlog, otherwise <role>@<address>.
-func (p *pollCounter) nameNAPIs(entries []pollEntry) map[uint64]string {
+// returned, backlog for the per-CPU backlog, otherwise <role>@<address>;
+// unnamed says whether an RX NAPI still waits for its queue.
+func (p *pollCounter) nameNAPIs(entries []pollEntry) (names map[uint64]string, unnamed bool) {
 	queue := map[uint64]uint32{}
 	poll := map[uint64]uint64{}
 	for _, e := range entries {
@@ -413,7 +452,7 @@ func (p *pollCounter) nameNAPIs(entries []pollEntry) map[uint64]string {
 		}
 		poll[e.key.Napi] = e.val.Poll
 	}
-	names := map[uint64]string{}
+	names = map[uint64]string{}
 	for napi, fn := range poll {
 		sym := p.syms.name(fn)
 		switch {
@@ -427,7 +466,8 @@ func (p *pollCounter) nameNAPIs(entries []pollEntry) map[uint64]string {
 			names[napi] = fmt.Sprintf("tx@%x", napi&0xffffff)
 		default:
 			names[napi] = fmt.Sprintf("rx@%x", napi&0xffffff)
+			unnamed = true
 		}
 	}
-	return names
+	return names, unnamed
 }
