@@ -34,7 +34,7 @@ var positiveControls = []positiveControl{
 	// virtio-net NIC the host floods (its interrupt keeps scheduling the NAPI).
 	{"regress-napi-disable-hang-6.1.yaml", "napi-disable-threaded-nic.yaml", regexp.MustCompile(`^hang in napi_disable$`), nil, nil},
 	// A quiet bug: napi_enable() that forgets THREADED. No splat, no stall;
-	// only who polled after the link came back tells (5 of 5 runs FAIL).
+	// only who polled after the link came back tells (10 of 10 runs FAIL).
 	{"regress-napi-enable-threaded-6.1.yaml", "napi-disable-threaded-nic.yaml",
 		regexp.MustCompile(`^assertion failed: after the flips, eth0 is polled by its kthreads only$`), nil, nil},
 	// The napi_disable hang again, at a gentle flood and few flips, where
@@ -42,8 +42,8 @@ var positiveControls = []positiveControl{
 	// the woken kthread's kthread_should_stop() returns) does.
 	{"regress-napi-disable-hang-6.1.yaml", "napi-disable-threaded-nic-inject.yaml", regexp.MustCompile(`^hang in `), nil, nil},
 	// A narrow race: 3765996e4f0b undone. Plain repetition of the same
-	// flips caught it in 0 of 50 runs; a busy-wait between napi_enable()'s
-	// two clear_bit()s in 3 of 3 (the stuck NAPI blocks the next
+	// flips caught it in 0 of 75 runs; a busy-wait between napi_enable()'s
+	// two clear_bit()s in 13 of 13 (the stuck NAPI blocks the next
 	// napi_disable(), and rtnl with it: the hung task named may be a
 	// waiter on rtnl).
 	{"regress-napi-enable-race-6.1.yaml", "../runner/testdata/napi-enable-race-inject.yaml", regexp.MustCompile(`^hang in `), nil,
