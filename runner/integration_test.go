@@ -125,8 +125,9 @@ func TestThreadedToggleDetails(t *testing.T) {
 	if res.Verdict != results.Pass {
 		t.Fatalf("verdict %s: %v\n%s", res.Verdict, res.Reasons, res.ConsoleTail)
 	}
-	if len(res.Asserts) != 6 {
-		t.Errorf("%d assertions evaluated, want 6", len(res.Asserts))
+	// no-splat, two threads-while, two no-stall, grows, four who-polled.
+	if len(res.Asserts) != 10 {
+		t.Errorf("%d assertions evaluated, want 10", len(res.Asserts))
 	}
 	for _, l := range res.Loads {
 		if l.Received == 0 || l.Sent == 0 {
