@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,8 +26,9 @@ func (k *checker) polls(a *Assert) {
 		c.add(p, "polls: no device %q in the topology (nics and veth ends)", dev)
 	}
 	if q, ok := strings.CutPrefix(napi, "rx-"); ok {
-		if n := k.queues(dev); n > 0 && atoi(q) >= n {
-			c.add(p, "polls napi %q: %s has %d queue(s)", pl.NAPI, dev, n)
+		n, err := strconv.Atoi(q)
+		if queues := k.queues(dev); queues > 0 && (err != nil || n >= queues) {
+			c.add(p, "polls napi %q: %s has %d queue(s)", pl.NAPI, dev, queues)
 		}
 	}
 	if pl.Context.ByValue != nil && a.Each == "" {
@@ -71,14 +73,6 @@ func (k *checker) queues(dev string) int {
 		}
 	}
 	return 0
-}
-
-func atoi(s string) int {
-	n := 0
-	for _, c := range s {
-		n = n*10 + int(c-'0')
-	}
-	return n
 }
 
 // window checks during: and each: against the timeline's step names.

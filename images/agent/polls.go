@@ -60,8 +60,9 @@ type pollValue struct {
 	Dev   [16]byte // device name from the tracepoint
 }
 
-// napiOffPoll is offsetof(struct napi_struct, poll) in 6.1 through 7.3:
+// napiOffPoll is offsetof(struct napi_struct, poll) in 6.1 and 6.12:
 // poll_list (16), state (8), weight (4), defer_hard_irqs_count (4), gro_bitmask (8).
+// Newer kernels moved the GRO state (6.18 differs); check each new base.
 const napiOffPoll = 40
 
 // pollsMaxEntries bounds the polls map: NAPIs x CPUs x contexts x tasks.
