@@ -67,6 +67,8 @@ type BuildInfo struct {
 	PatchResults []string `json:"patch_results,omitempty"`
 	// Selftests names the kselftest collections whose config was merged.
 	Selftests []string `json:"selftests,omitempty"`
+	// Debug is set for the debug flavour (configs/sanitizers.config merged).
+	Debug bool `json:"debug,omitempty"`
 	// Unmet lists the collections' config settings the kernel does not have
 	// (dependencies not met, module-only symbols): tests needing them skip or fail.
 	Unmet []string `json:"unmet,omitempty"`

@@ -44,6 +44,7 @@ func gcFixture(t *testing.T) (specs []*Spec, l layout, current string) {
 	fakeArtifact(t, l, "base", "2222222222222222", time.Hour)
 	fakeArtifact(t, l, "gone", "3333333333333333", time.Minute)
 	fakeArtifact(t, l, "base.kselftest-net", "5555555555555555", time.Minute) // a flavour of a spec in use
+	fakeArtifact(t, l, "base.debug.kselftest-net", "6666666666666666", time.Minute)
 	writeFiles(t, l.root, map[string]string{
 		"work/base.kselftest-net/vmlinux":          "elf",
 		"kernels/.tmp-123/bzImage":                 "half",
@@ -88,6 +89,7 @@ func TestGC(t *testing.T) {
 	}
 	kept := []string{"kernels/" + current, "kernels/base-2222222222222222", "work/base", "work/variant",
 		"kernels/base.kselftest-net-5555555555555555", "work/base.kselftest-net",
+		"kernels/base.debug.kselftest-net-6666666666666666",
 		"src/linux-x-abcdef123456", "src/" + variantSrc, "src/.napilab-check-1"}
 	check := func(removed []Removal, freed int64) {
 		t.Helper()
@@ -146,7 +148,7 @@ func TestGCKeep(t *testing.T) {
 	for _, e := range entries {
 		got = append(got, e.Name())
 	}
-	want := []string{"base-1111111111111111", "base-2222222222222222", "base.kselftest-net-5555555555555555", current}
+	want := []string{"base-1111111111111111", "base-2222222222222222", "base.debug.kselftest-net-6666666666666666", "base.kselftest-net-5555555555555555", current}
 	sort.Strings(want)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("kept %q, want %q", got, want)

@@ -239,8 +239,7 @@ func diskUsage(path string) int64 {
 }
 
 // inUse says whether a spec name is in use: one of the specs given, or the
-// kselftest flavour of one ("stock-6.1.kselftest-net", see WithSelftests).
+// flavour of one ("stock-6.1.debug.kselftest-net", see Flavoured).
 func (g *collector) inUse(name string) bool {
-	base, _, _ := strings.Cut(name, kselftestSuffix)
-	return g.names[name] || g.names[base]
+	return g.names[name] || g.names[specOf(name)]
 }

@@ -88,6 +88,9 @@ func (in *inputs) hash() string {
 	if len(in.spec.Config.Selftests) > 0 {
 		field(h, "kselftest-config", kselftestConfig)
 	}
+	if in.spec.Config.Debug {
+		field(h, "debug-config", debugConfig)
+	}
 	for _, s := range in.series {
 		field(h, "patch", []byte(s.Hash()))
 	}

@@ -61,6 +61,11 @@ func (m *maker) configure(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	frags = append(frags[:len(frags):len(frags)], extra...)
+	debug, err := debugFragments(m.b.spec.Config.Debug)
+	if err != nil {
+		return nil, err
+	}
+	frags = append(frags, debug...)
 	if err := os.WriteFile(dotconfig, MergeConfig(data, frags), 0o644); err != nil {
 		return nil, fmt.Errorf("failed to write .config: %w", err)
 	}
@@ -121,6 +126,7 @@ func (b *builder) publish(dir, key, work string, final []byte, objects int) (*Ar
 	info.Note = strings.Join(notes, "; ")
 	info.Unmet = b.unmet
 	info.Selftests = b.spec.Config.Selftests
+	info.Debug = b.spec.Config.Debug
 	if b.plan != nil {
 		info.Reuses = b.plan.Base
 	}

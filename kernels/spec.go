@@ -55,6 +55,9 @@ type Config struct {
 	// collections' settings are advisory: those olddefconfig drops are
 	// recorded in BuildInfo.Unmet rather than failing the build.
 	Selftests []string
+	// Debug merges configs/sanitizers.config last (the debug flavour, see
+	// WithDebug); specs do not set it, --flavour and scenarios do.
+	Debug bool
 }
 
 // defaultConfigBase is the make target used when a spec names none.

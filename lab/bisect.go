@@ -17,12 +17,13 @@ import (
 )
 
 type bisectOptions struct {
-	series string
-	kernel string
-	params []string
-	runs   int
-	out    string
-	accel  string
+	series  string
+	kernel  string
+	params  []string
+	runs    int
+	out     string
+	accel   string
+	flavour string
 }
 
 func newBisectCmd(g *globalOptions) *cobra.Command {
@@ -47,6 +48,7 @@ The ends are checked first: BASE must pass and the whole series must fail.`,
 	cmd.Flags().IntVar(&o.runs, "runs", 5, "runs per candidate (stops at the first FAIL)")
 	cmd.Flags().StringVarP(&o.out, "out", "o", "results/runs", "folder for the bisect folder")
 	cmd.Flags().StringVar(&o.accel, "accel", "", "kvm or tcg")
+	cmd.Flags().StringVar(&o.flavour, "flavour", "", flavourUsage)
 	cmd.MarkFlagRequired("series")
 	return cmd
 }
@@ -55,6 +57,10 @@ func bisect(cmd *cobra.Command, g *globalOptions, o *bisectOptions, file string)
 	ctx := cmd.Context()
 	start := time.Now()
 	params, err := parseParams(o.params)
+	if err != nil {
+		return err
+	}
+	fl, err := kernels.ParseFlavour(o.flavour)
 	if err != nil {
 		return err
 	}
@@ -103,6 +109,7 @@ func bisect(cmd *cobra.Command, g *globalOptions, o *bisectOptions, file string)
 		if k == 0 {
 			spec = base
 		}
+		spec = spec.Flavoured(fl)
 		a, err := kernels.Build(ctx, spec, kernels.Options{CacheDir: g.cache()})
 		if err != nil {
 			return false, fmt.Errorf("build with patches 1..%d: %w", k, err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"napilab/kernels"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,16 +17,18 @@ import (
 )
 
 type compareOptions struct {
-	kernels []string
-	params  []string
-	aParams []string
-	bParams []string
-	repeat  int
-	out     string
-	accel   string
-	alpha   float64
-	seed    int64
-	metrics string
+	kernels  []string
+	params   []string
+	aParams  []string
+	bParams  []string
+	repeat   int
+	out      string
+	accel    string
+	alpha    float64
+	seed     int64
+	metrics  string
+	flavour  string // both sides
+	bFlavour string // side B only (e.g. debug: what the sanitizers cost)
 }
 
 func newCompareCmd(g *globalOptions) *cobra.Command {
@@ -52,6 +55,8 @@ The table is also written as compare.json and compare.md in the comparison folde
 	cmd.Flags().StringVar(&o.accel, "accel", "", "kvm or tcg")
 	cmd.Flags().Float64Var(&o.alpha, "alpha", 0.05, "significance level of the rank test")
 	cmd.Flags().Int64Var(&o.seed, "seed", 1, "bootstrap seed")
+	cmd.Flags().StringVar(&o.flavour, "flavour", "", flavourUsage+" (both sides)")
+	cmd.Flags().StringVar(&o.bFlavour, "b-flavour", "", "flavour of side B only, e.g. debug to measure what the sanitizers cost")
 	cmd.Flags().StringVar(&o.metrics, "metrics", "", "print only figures matching this regexp (the JSON and markdown keep all)")
 	return cmd
 }
@@ -85,15 +90,24 @@ func compare(cmd *cobra.Command, g *globalOptions, o *compareOptions, file strin
 	if len(o.kernels) != 2 || o.repeat < 1 {
 		return fmt.Errorf("want --kernels A,B and --repeat >= 1")
 	}
-	if o.kernels[0] == o.kernels[1] && len(o.aParams)+len(o.bParams) == 0 {
-		return fmt.Errorf("both sides are the same: give two kernels or --a-param/--b-param")
+	if o.kernels[0] == o.kernels[1] && len(o.aParams)+len(o.bParams) == 0 && o.bFlavour == "" {
+		return fmt.Errorf("both sides are the same: give two kernels, --a-param/--b-param or --b-flavour")
 	}
-	gs := newGuests(g, 0, cmd.ErrOrStderr())
+	fa, err := kernels.ParseFlavour(o.flavour)
+	if err != nil {
+		return err
+	}
+	fb, err := kernels.ParseFlavour(o.bFlavour)
+	if err != nil {
+		return err
+	}
 	var arms [2]runner.Arm
 	for i, tag := range []string{"a", "b"} {
+		gs := newGuests(g, 0, cmd.ErrOrStderr())
+		gs.flavour = fa
 		own := o.aParams
 		if tag == "b" {
-			own = o.bParams
+			own, gs.flavour = o.bParams, fa.Join(fb)
 		}
 		arm, err := side(cmd, gs, o.kernels[i], file, o.params, own, o.accel, tag)
 		if err != nil {

@@ -24,6 +24,7 @@ const debianMemoryMB = 1024
 type guests struct {
 	g        *globalOptions
 	makeJobs int
+	flavour  kernels.Flavour // --flavour: every kernel is built so
 	log      io.Writer
 	agent    *images.Image // the agent-only image, built on first use
 	cache    map[string]guest
@@ -44,11 +45,15 @@ func newGuests(g *globalOptions, makeJobs int, log io.Writer) *guests {
 // configuration for the spec at kpath and a scenario needing the tests
 // (collection:test names; none for the agent-only image).
 func (gs *guests) config(ctx context.Context, kpath string, s *scenarios.Scenario) (runner.Config, error) {
+	fl := gs.flavour
+	if s.Machine.Flavour == scenarios.FlavourDebug {
+		fl.Debug = true
+	}
 	if !s.NeedsDebian() {
-		gu, err := gs.build(ctx, kpath, false, nil)
+		gu, err := gs.build(ctx, kpath, false, fl)
 		return gu.cfg, err
 	}
-	gu, err := gs.build(ctx, kpath, true, s.KselftestCollections())
+	gu, err := gs.build(ctx, kpath, true, fl.Join(kernels.Flavour{Selftests: s.KselftestCollections()}))
 	if err != nil {
 		return runner.Config{}, err
 	}
@@ -56,13 +61,13 @@ func (gs *guests) config(ctx context.Context, kpath string, s *scenarios.Scenari
 }
 
 // build builds (once) a guest with the agent-only or the Debian image, the
-// latter holding the kselftest collections.
-func (gs *guests) build(ctx context.Context, kpath string, debian bool, colls []string) (guest, error) {
-	key := fmt.Sprintf("%s\x00%v\x00%s", kpath, debian, strings.Join(colls, ","))
+// latter holding the flavour's kselftest collections.
+func (gs *guests) build(ctx context.Context, kpath string, debian bool, fl kernels.Flavour) (guest, error) {
+	key := fmt.Sprintf("%s\x00%v\x00%s", kpath, debian, fl)
 	if gu, ok := gs.cache[key]; ok {
 		return gu, nil
 	}
-	kern, spec, err := buildKernelFor(ctx, gs.g, kpath, colls, gs.makeJobs, progressWriter(gs.log, false))
+	kern, spec, err := buildKernelFor(ctx, gs.g, kpath, fl, gs.makeJobs, progressWriter(gs.log, false))
 	if err != nil {
 		return guest{}, err
 	}

@@ -25,6 +25,7 @@ type kernelBuildOptions struct {
 	jobs      int
 	quiet     bool
 	selftests []string
+	flavour   string
 }
 
 func newKernelBuildCmd(g *globalOptions) *cobra.Command {
@@ -34,8 +35,13 @@ func newKernelBuildCmd(g *globalOptions) *cobra.Command {
 		Short: "Build kernels from specs, or find them in the cache",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			fl, err := kernels.ParseFlavour(o.flavour)
+			if err != nil {
+				return err
+			}
+			fl = fl.Join(kernels.Flavour{Selftests: o.selftests})
 			for _, spec := range args {
-				a, _, err := buildKernelFor(cmd.Context(), g, spec, o.selftests, o.jobs, progressWriter(cmd.ErrOrStderr(), o.quiet))
+				a, _, err := buildKernelFor(cmd.Context(), g, spec, fl, o.jobs, progressWriter(cmd.ErrOrStderr(), o.quiet))
 				if err != nil {
 					return err
 				}
@@ -47,6 +53,7 @@ func newKernelBuildCmd(g *globalOptions) *cobra.Command {
 	cmd.Flags().IntVarP(&o.jobs, "jobs", "j", 0, "make -j (default: number of CPUs)")
 	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "no progress output")
 	cmd.Flags().StringSliceVar(&o.selftests, "kselftest", nil, "also merge these kselftest collections' config fragments (e.g. net)")
+	cmd.Flags().StringVar(&o.flavour, "flavour", "", flavourUsage)
 	return cmd
 }
 
@@ -59,24 +66,25 @@ func (g *globalOptions) cache() string {
 
 // buildKernel loads a spec and builds it, reporting progress to stderr.
 func buildKernel(ctx context.Context, g *globalOptions, path string, jobs int, progress func(kernels.Progress)) (*kernels.Artifact, *kernels.Spec, error) {
-	return buildKernelFor(ctx, g, path, nil, jobs, progress)
+	return buildKernelFor(ctx, g, path, kernels.Flavour{}, jobs, progress)
 }
 
-// buildKernelFor builds the spec at path with the config fragments of the
-// kselftest collections merged (none: the spec as it is).
-func buildKernelFor(ctx context.Context, g *globalOptions, path string, collections []string, jobs int, progress func(kernels.Progress)) (*kernels.Artifact, *kernels.Spec, error) {
+// flavourUsage documents --flavour wherever a command builds kernels.
+const flavourUsage = "build flavour: debug (KASAN, lockdep, UBSAN, kmemleak), kselftest[-<collection>]; comma-separated"
+
+// buildKernelFor builds the spec at path as flavour fl (the zero Flavour:
+// the spec as it is).
+func buildKernelFor(ctx context.Context, g *globalOptions, path string, fl kernels.Flavour, jobs int, progress func(kernels.Progress)) (*kernels.Artifact, *kernels.Spec, error) {
 	spec, err := kernels.LoadSpec(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, c := range collections {
+	for _, c := range fl.Selftests {
 		if !kernels.ValidCollection(c) {
 			return nil, nil, fmt.Errorf("bad kselftest collection %q, want a folder of tools/testing/selftests such as net", c)
 		}
 	}
-	if len(collections) > 0 {
-		spec = spec.WithSelftests(collections)
-	}
+	spec = spec.Flavoured(fl)
 	start := time.Now()
 	a, err := kernels.Build(ctx, spec, kernels.Options{CacheDir: g.cache(), Jobs: jobs, Progress: progress})
 	if err != nil {
@@ -113,6 +121,6 @@ func progressWriter(w io.Writer, quiet bool) func(kernels.Progress) {
 // kernel (at specPath) and the image; callers add the scenario and the rest.
 func guestConfig(specPath string, spec *kernels.Spec, k *kernels.Artifact, img *images.Image) runner.Config {
 	// The release is the build's until the guest reports its uname -r.
-	return runner.Config{Kernel: results.Kernel{Spec: spec.Name, Key: k.Key, BzImage: k.BzImage, Release: k.Release()}, KernelSpec: specPath,
+	return runner.Config{Kernel: results.Kernel{Spec: spec.Name, Flavour: spec.Flavour().String(), Key: k.Key, BzImage: k.BzImage, Release: k.Release()}, KernelSpec: specPath,
 		Cmdline: spec.Cmdline, Initramfs: img.Path, ImageHash: img.Hash}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"napilab/kernels"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -99,7 +100,7 @@ func kselftestScenario(tests []string, cpus int) (*scenarios.Scenario, error) {
 func listKselftests(cmd *cobra.Command, g *globalOptions, o *kselftestOptions) error {
 	gs := newGuests(g, o.makeJobs, cmd.ErrOrStderr())
 	for _, k := range o.kernels {
-		gu, err := gs.build(cmd.Context(), k, true, []string{"net"})
+		gu, err := gs.build(cmd.Context(), k, true, kernels.Flavour{Selftests: []string{"net"}})
 		if err != nil {
 			return err
 		}

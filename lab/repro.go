@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"napilab/kernels"
 	"os"
 	"path/filepath"
 	"time"
@@ -61,7 +62,11 @@ func repro(cmd *cobra.Command, g *globalOptions, o *reproOptions, dir string) er
 	if err != nil {
 		return err
 	}
-	cfg, err := newGuests(g, 0, cmd.ErrOrStderr()).config(ctx, rp.KernelSpec, s)
+	gs := newGuests(g, 0, cmd.ErrOrStderr())
+	if gs.flavour, err = kernels.ParseFlavour(rp.Flavour); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(dir, "replay.json"), err)
+	}
+	cfg, err := gs.config(ctx, rp.KernelSpec, s)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"napilab/kernels"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -28,6 +29,7 @@ type runOptions struct {
 	noPolls   bool
 	shard     string
 	verbose   bool // progress lines from the runner (single-guest runs)
+	flavour   string
 	// kselftestTimeout caps each kselftest's timeout (0: its collection's settings).
 	kselftestTimeout time.Duration
 }
@@ -59,6 +61,7 @@ folders with lab results merge). Every run folder holds replay.json for lab repr
 	cmd.Flags().BoolVar(&o.noPolls, "no-polls", false, "do not sample who polled each NAPI (no BPF in the guest unless an assertion needs it)")
 	cmd.Flags().StringVar(&o.shard, "shard", "", "run only shard K/N of the matrix, e.g. 2/4")
 	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "print the runner's progress (boot, steps, kselftests)")
+	cmd.Flags().StringVar(&o.flavour, "flavour", "", flavourUsage)
 	return cmd
 }
 
@@ -112,6 +115,10 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
 	gs := newGuests(g, o.makeJobs, stderr)
+	var err error
+	if gs.flavour, err = kernels.ParseFlavour(o.flavour); err != nil {
+		return err
+	}
 	var jobs []runner.Job
 	memory := 0
 	stamp := time.Now().Format("20060102-150405")

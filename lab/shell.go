@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"napilab/kernels"
 	"path/filepath"
 	"time"
 
@@ -13,11 +14,12 @@ import (
 )
 
 type shellOptions struct {
-	kernel string
-	params []string
-	out    string
-	accel  string
-	image  string
+	kernel  string
+	params  []string
+	out     string
+	accel   string
+	flavour string
+	image   string
 }
 
 // shellScenario is the topology-less machine lab shell boots without a scenario.
@@ -43,6 +45,10 @@ collections' config merged into the kernel, as lab kselftest does.`,
 			if err != nil {
 				return err
 			}
+			fl, err := kernels.ParseFlavour(o.flavour)
+			if err != nil {
+				return err
+			}
 			var s *scenarios.Scenario
 			if len(args) == 1 {
 				s, err = scenarios.Open(args[0], params)
@@ -57,12 +63,14 @@ collections' config merged into the kernel, as lab kselftest does.`,
 			case "debian":
 				s.Machine.Image = scenarios.ImageDebian
 				s.Machine.MemoryMB = max(s.Machine.MemoryMB, debianMemoryMB)
-				cfg, err = newGuests(g, 0, cmd.ErrOrStderr()).config(ctx, o.kernel, s)
+				gs := newGuests(g, 0, cmd.ErrOrStderr())
+				gs.flavour = fl
+				cfg, err = gs.config(ctx, o.kernel, s)
 			case "shell":
 				if s.NeedsDebian() {
 					return fmt.Errorf("%s needs the Debian image: add --image debian", s.Name)
 				}
-				k, spec, berr := buildKernel(ctx, g, o.kernel, 0, progressWriter(cmd.ErrOrStderr(), false))
+				k, spec, berr := buildKernelFor(ctx, g, o.kernel, fl, 0, progressWriter(cmd.ErrOrStderr(), false))
 				if berr != nil {
 					return berr
 				}
@@ -89,6 +97,7 @@ collections' config merged into the kernel, as lab kselftest does.`,
 	cmd.Flags().StringArrayVarP(&o.params, "param", "p", nil, "scenario parameter name=value")
 	cmd.Flags().StringVarP(&o.out, "out", "o", "results/runs", "folder for the run folder")
 	cmd.Flags().StringVar(&o.accel, "accel", "", "kvm or tcg")
+	cmd.Flags().StringVar(&o.flavour, "flavour", "", flavourUsage)
 	cmd.Flags().StringVar(&o.image, "image", "shell", "guest userspace: shell (u-root tools) or debian")
 	return cmd
 }

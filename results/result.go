@@ -88,8 +88,9 @@ type Injection struct {
 // Kernel identifies the kernel that ran.
 type Kernel struct {
 	Spec    string `json:"spec"`
-	Key     string `json:"key"`     // build cache key
-	Release string `json:"release"` // uname -r in the guest
+	Flavour string `json:"flavour,omitempty"` // "debug", "kselftest-net", ... (see lab --flavour)
+	Key     string `json:"key"`               // build cache key
+	Release string `json:"release"`           // uname -r in the guest
 	BzImage string `json:"bzimage"`
 }
 
@@ -227,7 +228,8 @@ func Read(path string) (*Result, error) {
 // spec and content key), image, resolved scenario (scenario.yaml beside it),
 // parameters and seed. It is written as replay.json in every run folder.
 type Replay struct {
-	KernelSpec string            `json:"kernel_spec"` // the spec file the kernel was built from
+	KernelSpec string            `json:"kernel_spec"`       // the spec file the kernel was built from
+	Flavour    string            `json:"flavour,omitempty"` // the kernel's build flavour (lab --flavour)
 	KernelKey  string            `json:"kernel_key"`
 	ImageHash  string            `json:"image_hash"`
 	Scenario   string            `json:"scenario"` // the original scenario file

@@ -23,6 +23,8 @@ const (
 	CrashPanic            CrashType = "PANIC"                // Kernel panic - not syncing: ...
 	CrashKASAN            CrashType = "KASAN"                // BUG: KASAN: use-after-free in ...
 	CrashLockdep          CrashType = "LOCKDEP"              // WARNING: possible circular locking dependency detected
+	CrashUBSAN            CrashType = "UBSAN"                // UBSAN: shift-out-of-bounds in net/core/dev.c:123:45
+	CrashMemoryLeak       CrashType = "MEMORY_LEAK"          // kmemleak: unreferenced object 0xffff... (size 32)
 	CrashUnregisterNetdev CrashType = "UNREGISTER_NETDEVICE" // unregister_netdevice: waiting for eth0 to become free
 	CrashOops             CrashType = "OOPS"                 // Oops: 0000 [#1] that no more specific report explains
 )
@@ -38,6 +40,9 @@ type Splat struct {
 	Step    string    `json:"step,omitempty"`    // the timeline step running when it was printed
 	Offset  float64   `json:"offset,omitempty"`  // seconds since that step started
 	Allowed string    `json:"allowed,omitempty"` // the allow-list reason, when allowed
+	// Age is a memory leak's age in seconds when kmemleak was read (it
+	// places the allocation on the timeline); 0 for console splats.
+	Age float64 `json:"age,omitempty"`
 }
 
 // Report length bounds: splatMaxLines for most reports, splatLongLines for
@@ -79,6 +84,14 @@ var (
 
 // splatPatterns is tried in order; the first match wins.
 var splatPatterns = []splatPattern{
+	// WARNINGs a checker prints from its own function, titled after the
+	// caller like syzkaller does: refcount_t saturation, DEBUG_LIST, ODEBUG.
+	{typ: CrashWarning, title: "WARNING: refcount bug", from: []splatSource{splatTrace},
+		re: splatRe(`^WARNING: (?:CPU: \d+ PID: \d+ at \S+:\d+ |\S+:\d+ at )refcount_warn_saturate\+0x`)},
+	{typ: CrashBug, title: "BUG: corrupted list", from: []splatSource{splatTrace},
+		re: splatRe(`^WARNING: (?:CPU: \d+ PID: \d+ at \S+:\d+ |\S+:\d+ at )__list_\w+_valid\w*\+0x`)},
+	{typ: CrashWarning, title: "WARNING: ODEBUG bug", from: []splatSource{splatTrace},
+		re: splatRe(`^WARNING: (?:CPU: \d+ PID: \d+ at \S+:\d+ |\S+:\d+ at )debug_print_object\+0x`)},
 	{typ: CrashWarning, title: "WARNING", from: splatFromWarn,
 		re: splatRe(`^WARNING: CPU: \d+ PID: \d+ at (?:\S+:\d+ )?(?:(?P<frame>[A-Za-z_][\w.]*)\+0x)?`)},
 	{typ: CrashWarning, title: "WARNING", from: splatFromWarn, // 6.16+ layout
@@ -93,6 +106,8 @@ var splatPatterns = []splatPattern{
 		re: splatRe(`^INFO: trying to register non-static key`)},
 	{typ: CrashKASAN, title: "KASAN: $msg", from: []splatSource{splatHeader, splatTrace}, lines: splatLongLines,
 		re: splatRe(`^BUG: KASAN: (?P<msg>[\w-]+(?: or [\w-]+)?) in (?P<frame>[A-Za-z_][\w.]*)`)},
+	{typ: CrashUBSAN, title: "UBSAN: $msg", from: []splatSource{splatTrace}, lines: splatLongLines, endTask: true,
+		re: splatRe(`^UBSAN: (?P<msg>[\w-]+) in `)},
 	{typ: CrashSoftLockup, title: "BUG: soft lockup", from: splatFromFault, endTask: true,
 		re: splatRe(`^(?:(?:NMI )?watchdog: )?BUG: soft lockup - CPU#\d+ stuck for \d+s!`)},
 	{typ: CrashHardLockup, title: "BUG: hard lockup", from: splatFromFault, endTask: true,
@@ -133,6 +148,9 @@ var splatGeneric = splatRe(`^(?:` + strings.Join([]string{
 	`rcu_dump_cpu_stacks`, `print_cpu_stall\w*`, `check_cpu_stall`, `rcu_sched_clock_irq`,
 	`update_process_times`, `tick_\w+`, `_?_?hrtimer_\w+`, `_?_?sysvec_\w+`, `_?_?irq_exit\w*`,
 	`_?_?do_softirq\w*`, `handle_softirqs`, `watchdog_timer_fn`, `trace_hardirqs_\w+`,
+	`__ubsan_handle_\w+`, `ubsan_\w+`, `__list_\w+_valid\w*`, `debug_print_object`, `_?_?debug_object_\w+`,
+	`debug_check_no_obj_freed`, `kfree`, `kvfree`, `kmem_cache_free`, `slab_free\w*`, `__slab_free`,
+	`free_debug_processing`, `__free_object`,
 }, "|") + `)$`)
 
 var (

@@ -188,6 +188,82 @@ Call Trace:
  napi_disable.isra.0+0x5c/0xd0`,
 			want: "BUG: scheduling while atomic in napi_disable",
 		},
+		{
+			name: "refcount",
+			a: `refcount_t: underflow; use-after-free.
+WARNING: CPU: 0 PID: 1 at lib/refcount.c:28 refcount_warn_saturate+0xb4/0x110
+RIP: 0010:refcount_warn_saturate+0xb4/0x110
+Call Trace:
+ <TASK>
+ napi_threaded_poll+0x51/0x120
+ </TASK>
+---[ end trace 0000000000000000 ]---`,
+			b: `WARNING: lib/refcount.c:28 at refcount_warn_saturate+0xb4/0x110, CPU#1: init/1
+Call Trace:
+ napi_threaded_poll.cold+0x1/0x2`,
+			want: "WARNING: refcount bug in napi_threaded_poll",
+		},
+		{
+			name: "list",
+			a: `list_add corruption. prev->next should be next (ffff888006a0c000), but was 0000000000000000.
+WARNING: CPU: 1 PID: 88 at lib/list_debug.c:30 __list_add_valid+0x8d/0xa0
+Call Trace:
+ <TASK>
+ ____napi_schedule+0x3a/0xc0
+ </TASK>`,
+			b: `WARNING: CPU: 0 PID: 2 at lib/list_debug.c:32 __list_add_valid_or_report+0x9a/0xc0
+Call Trace:
+ ____napi_schedule.isra.0+0x3a/0xc0`,
+			want: "BUG: corrupted list in ____napi_schedule",
+		},
+		{
+			name: "odebug",
+			a: `ODEBUG: free active (active state 0) object: ffff888006a0c000 object type: timer_list hint: gro_flush_timeout+0x0/0x10
+WARNING: CPU: 0 PID: 1 at lib/debugobjects.c:509 debug_print_object+0x16d/0x230
+Call Trace:
+ debug_check_no_obj_freed+0x1f2/0x280
+ kfree+0xfa/0x2a0
+ free_netdev+0x1a0/0x230`,
+			b: `WARNING: CPU: 1 PID: 7 at lib/debugobjects.c:514 debug_print_object+0x1/0x2
+Call Trace:
+ free_netdev+0x1/0x2`,
+			want: "WARNING: ODEBUG bug in free_netdev",
+		},
+		{
+			name: "ubsan",
+			a: `UBSAN: shift-out-of-bounds in net/core/dev.c:6612:21
+shift exponent 64 is too large for 64-bit type 'long unsigned int'
+CPU: 0 PID: 1 Comm: init Not tainted 6.1.0-napilab #1
+Call Trace:
+ <TASK>
+ dump_stack_lvl+0x44/0x5c
+ ubsan_epilogue+0x5/0x40
+ __ubsan_handle_shift_out_of_bounds.cold+0x61/0xef
+ napi_busy_loop+0x2a3/0x3c0
+ </TASK>`,
+			b: `UBSAN: shift-out-of-bounds in net/core/dev.c:6700:3
+Call Trace:
+ __ubsan_handle_shift_out_of_bounds+0x1/0x2
+ napi_busy_loop.cold+0x1/0x2`,
+			want: "UBSAN: shift-out-of-bounds in napi_busy_loop",
+		},
+		{
+			name: "sleeping in atomic",
+			a: `BUG: sleeping function called from invalid context at kernel/locking/mutex.c:580
+in_atomic(): 1, irqs_disabled(): 0, non_block: 0, pid: 1, name: init
+Call Trace:
+ <TASK>
+ dump_stack_lvl+0x44/0x5c
+ __might_resched.cold+0x13b/0x16f
+ mutex_lock_nested+0x20/0x30
+ dev_set_threaded+0x2a/0x1a0
+ </TASK>`,
+			b: `BUG: sleeping function called from invalid context at net/core/dev.c:6512
+Call Trace:
+ __might_sleep+0x1/0x2
+ dev_set_threaded+0x1/0x2`,
+			want: "BUG: sleeping function called from invalid context in dev_set_threaded",
+		},
 	}
 	for _, test := range tests {
 		t.Run(test.name, func(t *testing.T) {

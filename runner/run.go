@@ -112,6 +112,7 @@ type run struct {
 	host    *hostNet
 	tl      *timeline
 	hello   *wire.Hello
+	leak    leakCheck
 	ctlPath string
 	monPath string
 }
@@ -209,6 +210,9 @@ func (r *run) do(ctx context.Context) error {
 	if err := r.setupProbes(ctx, seed); err != nil {
 		return err
 	}
+	if err := r.kmemleakClear(ctx); err != nil {
+		return err
+	}
 	r.tl = newTimeline(r.s, seed, r.ctl, r.host, r.cfg.Logf)
 	r.tl.ksTimeouts, r.tl.outDir, r.tl.slow = r.cfg.KselftestTimeouts, r.cfg.OutDir, r.res.Accel == "tcg"
 	r.tl.noPolls = r.cfg.NoPolls && !r.s.NeedsPolls()
@@ -222,6 +226,7 @@ func (r *run) do(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.kmemleakScan(ctx)
 	r.snapshotDevices(ctx, "at end")
 	r.shutdown(accel)
 	return nil
@@ -229,7 +234,7 @@ func (r *run) do(ctx context.Context) error {
 
 // writeReplay saves what lab repro needs, before the timeline can fail.
 func (r *run) writeReplay() {
-	b, err := json.MarshalIndent(results.Replay{KernelSpec: r.cfg.KernelSpec, KernelKey: r.cfg.Kernel.Key,
+	b, err := json.MarshalIndent(results.Replay{KernelSpec: r.cfg.KernelSpec, Flavour: r.cfg.Kernel.Flavour, KernelKey: r.cfg.Kernel.Key,
 		ImageHash: r.cfg.ImageHash, Scenario: r.s.Path, Params: r.cfg.Params, Seed: r.res.Seed,
 		Accel: r.res.Accel, QEMU: r.res.QEMU}, "", "  ")
 	if err == nil {

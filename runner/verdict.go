@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -156,26 +155,38 @@ func (r *run) splats() results.Assert {
 		}
 	}
 	found := results.FindSplats(r.vm.console.text())
+	for i := range found {
+		r.placeSplat(&found[i])
+	}
+	found = append(found, r.leak.leaks...)
 	var bad []string
 	for i := range found {
 		sp := &found[i]
-		r.placeSplat(sp)
 		for _, al := range allow {
 			if regexp.MustCompile(al.Title).MatchString(sp.Title) {
 				sp.Allowed = al.Reason
 			}
 		}
 		if sp.Allowed == "" {
-			where := ""
-			if sp.Step != "" {
-				where = fmt.Sprintf(" during %q +%.1fs", sp.Step, sp.Offset)
+			where := fmt.Sprintf("console line %d", sp.Line)
+			if sp.Type == results.CrashMemoryLeak {
+				where = "kmemleak.txt"
 			}
-			bad = append(bad, fmt.Sprintf("%s (console line %d%s)", sp.Title, sp.Line, where))
+			if sp.Step != "" {
+				where += fmt.Sprintf(" during %q +%.1fs", sp.Step, sp.Offset)
+			}
+			bad = append(bad, fmt.Sprintf("%s (%s)", sp.Title, where))
 		}
 	}
 	r.res.Splats = found
-	a.Passed = len(bad) == 0
 	a.Measured = fmt.Sprintf("%d splats", len(bad))
+	if r.leak.err != nil {
+		// The console was read, the leaks were not: without a splat the
+		// lab cannot tell (ERROR, not PASS).
+		a.Unmeasured = len(bad) == 0
+		bad = append(bad, "kmemleak scan failed: "+r.leak.err.Error())
+	}
+	a.Passed = len(bad) == 0
 	a.Detail = strings.Join(bad, "\n")
 	if len(bad) > 0 {
 		a.Measured += ": " + strings.Join(bad, "; ")
@@ -185,20 +196,7 @@ func (r *run) splats() results.Assert {
 
 // placeSplat names the innermost step running when the splat's first line arrived.
 func (r *run) placeSplat(sp *results.Splat) {
-	if r.tl == nil {
-		return
-	}
-	at := r.vm.console.lineTime(sp.Line)
-	var best *span
-	for i := range r.tl.spans {
-		s := &r.tl.spans[i]
-		if !at.Before(s.start) && !at.After(s.end) && (best == nil || s.start.After(best.start)) {
-			best = s
-		}
-	}
-	if best != nil {
-		sp.Step, sp.Offset = best.name, math.Round(at.Sub(best.start).Seconds()*100)/100
-	}
+	r.placeAt(sp, r.vm.console.lineTime(sp.Line))
 }
 
 // agentComm is the agent's name in the guest (it is /init); its threads run

@@ -29,6 +29,9 @@ func (s *Scenario) Explain(w io.Writer) {
 	for _, k := range sortedKeys(s.Machine.Sysctls) {
 		fmt.Fprintf(w, ", %s=%s", k, s.Machine.Sysctls[k])
 	}
+	if s.Machine.Flavour != "" {
+		fmt.Fprintf(w, ", %s flavour of every kernel", s.Machine.Flavour)
+	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "topology:")
 	for _, n := range s.Topology.NICs {

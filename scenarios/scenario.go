@@ -48,7 +48,14 @@ type Machine struct {
 	// Image is the guest userspace: "agent" (default: the agent alone) or
 	// "debian" (a Debian userspace for exec steps; kselftest steps imply it).
 	Image string `yaml:"image"`
+	// Flavour is "debug" for a scenario that only makes sense on a debug
+	// kernel (sanitizers); the run builds that flavour of every kernel.
+	Flavour string `yaml:"flavour"`
 }
+
+// FlavourDebug is the only flavour a scenario can ask for (kselftest steps
+// ask for the kselftest flavour themselves).
+const FlavourDebug = "debug"
 
 // Guest images.
 const (

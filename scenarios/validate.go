@@ -125,6 +125,9 @@ func (s *Scenario) validate(c *collector) {
 	if i := s.Machine.Image; i != "" && i != ImageAgent && i != ImageDebian {
 		c.add(k.top, "machine.image %q: want %s or %s", i, ImageAgent, ImageDebian)
 	}
+	if f := s.Machine.Flavour; f != "" && f != FlavourDebug {
+		c.add(k.top, "machine.flavour %q: want %s (kselftest steps pick the kselftest flavour themselves)", f, FlavourDebug)
+	}
 	for _, n := range s.Topology.Netns {
 		if k.netns[n] {
 			c.add(k.top, "netns %q declared twice", n)

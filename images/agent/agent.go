@@ -37,6 +37,8 @@ func (a *agent) hello() wire.Hello {
 		Version: strings.TrimSpace(string(v)),
 		CPUs:    runtime.NumCPU(),
 		Uptime:  uptime(),
+
+		Kmemleak: hasKmemleak(),
 	}
 }
 
@@ -144,6 +146,12 @@ func (a *agent) dispatch(m *wire.Message) (any, error) {
 			return nil, err
 		}
 		return pinIRQs(x)
+	case wire.OpKmemleak:
+		k, err := decode[wire.Kmemleak](m)
+		if err != nil {
+			return nil, err
+		}
+		return kmemleak(k)
 	case wire.OpPoweroff:
 		a.stopAll()
 		return nil, nil

@@ -8,6 +8,24 @@ type Hello struct {
 	Version string  `json:"version"` // /proc/version
 	CPUs    int     `json:"cpus"`    // online CPUs
 	Uptime  float64 `json:"uptime"`  // seconds since boot when the agent became ready
+	// Kmemleak says the kernel has kmemleak (the debug flavour).
+	Kmemleak bool `json:"kmemleak,omitempty"`
+}
+
+// Kmemleak asks the guest's kmemleak to scan. With Clear it scans and
+// forgets what it found (the runner does so before the timeline, so that
+// only the scenario's leaks are reported); without, it scans twice, the
+// second time once everything allocated before the request is old enough
+// to be reported, and returns the report.
+type Kmemleak struct {
+	Clear bool `json:"clear,omitempty"`
+}
+
+// KmemleakReport is /sys/kernel/debug/kmemleak after the scans (bounded
+// like exec output, see OutputMax) and how long the scans took.
+type KmemleakReport struct {
+	Report  string  `json:"report"`
+	Seconds float64 `json:"seconds"`
 }
 
 // Topology is what the agent builds inside the guest before the timeline.

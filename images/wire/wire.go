@@ -39,6 +39,7 @@ const (
 	OpInject   = "inject"   // Inject -> nothing (attaches the probes)
 	OpArm      = "arm"      // InjectArm -> nothing
 	OpQdisc    = "qdisc"    // Qdisc -> nothing
+	OpKmemleak = "kmemleak" // Kmemleak -> KmemleakReport (debug kernels)
 )
 
 // Events sent by the agent on its own.
