@@ -10,6 +10,11 @@ SCENARIOS ?= $(wildcard scenarios/*.yaml)
 # lab kselftest's default net set runs on these (the Debian image, the kernels'
 # kselftest flavours).
 KSELFTEST_KERNELS ?= kernels/stock-6.1.yaml kernels/stock-6.12.yaml
+# The race scenarios also run once on these kernels' debug flavour (KASAN,
+# lockdep, UBSAN, kmemleak: bugs that do not crash a plain kernel).
+DEBUG_KERNELS ?= kernels/stock-6.1.yaml kernels/stock-6.12.yaml
+DEBUG_SCENARIOS ?= scenarios/napi-disable-race.yaml scenarios/napi-disable-threaded-gro.yaml \
+	scenarios/napi-disable-threaded-nic.yaml scenarios/busy-poll-threaded.yaml scenarios/threaded-toggle-under-load.yaml
 
 # Host packages: QEMU, the kernel source, the kernel build dependencies, ccache,
 # chromium (headless: the report screenshot test); for lab kselftest: debootstrap
@@ -36,23 +41,26 @@ lab:
 	$(GO) build -o $(LAB) ./lab
 
 # test-kernel builds the kernels (cached), boots each and runs every shipped
-# scenario on it, then the default upstream net selftests; the exit code is
-# the worst verdict (0 PASS, 1 FAIL, 2 ERROR).
+# scenario on it, the race scenarios on the debug flavours, then the default
+# upstream net selftests; the exit code is the worst verdict (0 PASS, 1 FAIL,
+# 2 ERROR).
 test-kernel: deps lab
 	@$(LAB) run $(SCENARIOS) $(addprefix --kernel ,$(KERNELS)); rcode=$$?; \
+	$(LAB) run $(DEBUG_SCENARIOS) --flavour debug $(addprefix --kernel ,$(DEBUG_KERNELS)); dcode=$$?; \
 	$(LAB) kselftest -q $(addprefix --kernel ,$(KSELFTEST_KERNELS)); kcode=$$?; \
-	code=$$(( rcode > kcode ? rcode : kcode )); \
-	echo "lab exit code $$code (run $$rcode, kselftest $$kcode; 0 PASS, 1 FAIL, 2 ERROR; make itself reports any failure as 2)"; exit $$code
+	code=$$(( rcode > dcode ? rcode : dcode )); code=$$(( code > kcode ? code : kcode )); \
+	echo "lab exit code $$code (run $$rcode, debug $$dcode, kselftest $$kcode; 0 PASS, 1 FAIL, 2 ERROR; make itself reports any failure as 2)"; exit $$code
 
 # test runs unit tests and the integration tests that boot the real kernel.
 test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 80m ./...
 
-# test-lab is the lab's own regression test: the positive-control kernels
-# (real upstream bugs put back) must FAIL their scenarios, the base PASS.
+# test-lab is the lab's own regression test alone (make test runs it too):
+# the positive-control kernels (real upstream bugs put back) must FAIL their
+# scenarios, the base PASS.
 test-lab: deps
-	NAPILAB_CONTROLS=1 $(GO) test -count=1 -timeout 60m -run PositiveControls -v ./runner/
+	$(GO) test -count=1 -timeout 60m -run PositiveControls -v ./runner/
 
 # test-short skips everything that builds or boots a kernel.
 test-short:

@@ -68,6 +68,14 @@ func bisect(cmd *cobra.Command, g *globalOptions, o *bisectOptions, file string)
 	if err != nil {
 		return err
 	}
+	if s.Machine.Flavour == scenarios.FlavourDebug {
+		fl.Debug = true
+	}
+	if fl.Debug {
+		if s, params, err = s.ForFlavour(scenarios.FlavourDebug, params); err != nil {
+			return err
+		}
+	}
 	if s.NeedsDebian() {
 		// Each bisect step would rebuild a kselftest flavour from scratch.
 		return fmt.Errorf("%s needs the Debian image (kselftest steps): lab bisect runs agent-only scenarios; bisect with lab run -k on kselftest-flavoured specs by hand", s.Name)

@@ -75,6 +75,9 @@ func side(cmd *cobra.Command, gs *guests, kernel string, file string, common, ow
 	if err != nil {
 		return runner.Arm{}, err
 	}
+	if s, params, err = forKernel(cfg, s, params); err != nil {
+		return runner.Arm{}, err
+	}
 	label := cfg.Kernel.Spec
 	if len(own) > 0 {
 		label += " " + strings.Join(own, " ")

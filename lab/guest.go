@@ -130,6 +130,16 @@ func (gs *guests) debian(ctx context.Context, kpath string, spec *kernels.Spec, 
 	return gu, nil
 }
 
+// forKernel returns the scenario with the parameters its flavours: block
+// sets for the flavour the kernel of cfg was built as (the user's params win).
+func forKernel(cfg runner.Config, s *scenarios.Scenario, params map[string]string) (*scenarios.Scenario, map[string]string, error) {
+	fl, err := kernels.ParseFlavour(cfg.Kernel.Flavour)
+	if err != nil || !fl.Debug {
+		return s, params, err
+	}
+	return s.ForFlavour(scenarios.FlavourDebug, params)
+}
+
 // check refuses tests the guest's kselftests do not have, before booting.
 func (gu guest) check(tests []string) error {
 	var missing []string

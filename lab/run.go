@@ -133,13 +133,17 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 				fmt.Fprintf(out, "SKIP  %s on %s (%s): %s\n", p.s.Name, base.Kernel.Spec, base.Kernel.Release, why)
 				continue
 			}
+			s, params, err := forKernel(base, p.s, p.params)
+			if err != nil {
+				return err
+			}
 			group := fmt.Sprintf("%s@%s%s", p.s.Name, base.Kernel.Spec, paramSuffix(p.params))
 			for i := 1; i <= o.repeat; i++ {
 				name := group
 				if o.repeat > 1 {
 					name += fmt.Sprintf("#%d", i)
 				}
-				memory = max(memory, p.s.Machine.MemoryMB, base.MinMemoryMB)
+				memory = max(memory, s.Machine.MemoryMB, base.MinMemoryMB)
 				cfg := base
 				if o.kselftestTimeout > 0 {
 					cfg.KselftestTimeouts = map[string]time.Duration{}
@@ -150,9 +154,9 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 				if o.verbose {
 					cfg.Logf = func(f string, a ...any) { fmt.Fprintf(stderr, "  "+f+"\n", a...) }
 				}
-				cfg.Scenario, cfg.Accel, cfg.Params, cfg.NoPolls = p.s, o.accel, p.params, o.noPolls
+				cfg.Scenario, cfg.Accel, cfg.Params, cfg.NoPolls = s, o.accel, params, o.noPolls
 				cfg.OutDir = filepath.Join(o.out, fmt.Sprintf("%s-%s", stamp, strings.NewReplacer("@", "-", "#", "-").Replace(name)))
-				jobs = append(jobs, runner.Job{Name: name, Group: group, Estimate: p.s.Estimate(), Cfg: cfg})
+				jobs = append(jobs, runner.Job{Name: name, Group: group, Estimate: s.Estimate(), Cfg: cfg})
 			}
 		}
 	}

@@ -85,14 +85,7 @@ func newRunView(r *Result, samples []SampleLine) *runView {
 	v.Polls = tl.pollViews(r.Polls)
 	v.Bars = cpuBars(r.Figures)
 	for i, s := range r.Splats {
-		where := fmt.Sprintf("console line %d", s.Line)
-		if s.Time >= 0 {
-			where += fmt.Sprintf(", [%.6f]", s.Time)
-		}
-		if s.Step != "" {
-			where += fmt.Sprintf(", during %q +%.2fs", s.Step, s.Offset)
-		}
-		v.Splats = append(v.Splats, splatView{i + 1, s, where})
+		v.Splats = append(v.Splats, splatView{i + 1, s, s.Where()})
 	}
 	for _, l := range r.Loads {
 		lv := loadView{L: l, Loss: "-", Rate: "-", Latency: "-"}

@@ -51,10 +51,7 @@ func (r *Result) WriteKTAP(w io.Writer) error {
 		ktapDiag(bw, "reason: "+reason)
 	}
 	for _, s := range r.Splats {
-		d := fmt.Sprintf("splat: %s (console line %d", s.Title, s.Line)
-		if s.Step != "" {
-			d += fmt.Sprintf(", during %q +%.2fs", s.Step, s.Offset)
-		}
+		d := fmt.Sprintf("splat: %s (%s", s.Title, s.Where())
 		if s.Allowed != "" {
 			d += ", allowed: " + s.Allowed
 		}

@@ -2,6 +2,7 @@ package results
 
 import (
 	"cmp"
+	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
@@ -43,6 +44,23 @@ type Splat struct {
 	// Age is a memory leak's age in seconds when kmemleak was read (it
 	// places the allocation on the timeline); 0 for console splats.
 	Age float64 `json:"age,omitempty"`
+}
+
+// Where says where the report is: its console line and printk time (or,
+// for a memory leak, kmemleak.txt and the object's age) and the step it
+// was printed in (allocated in, for a leak).
+func (s Splat) Where() string {
+	w := fmt.Sprintf("console line %d", s.Line)
+	if s.Time >= 0 {
+		w += fmt.Sprintf(", [%.6f]", s.Time)
+	}
+	if s.Type == CrashMemoryLeak {
+		w = fmt.Sprintf("kmemleak.txt, age %.1fs", s.Age)
+	}
+	if s.Step != "" {
+		w += fmt.Sprintf(", during %q +%.2fs", s.Step, s.Offset)
+	}
+	return w
 }
 
 // Report length bounds: splatMaxLines for most reports, splatLongLines for

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"napilab/kernels"
 	"napilab/results"
 )
 
@@ -98,4 +99,35 @@ func BenchmarkDebianBoot(b *testing.B) {
 	}
 	b.ReportMetric(boot/float64(b.N), "boot-s")
 	b.ReportMetric(float64(img.Size)/(1<<20), "image-MB")
+}
+
+// BenchmarkDebugCost: what the debug flavour (KASAN, lockdep, UBSAN,
+// kmemleak) costs under TCG: boot to agent ready, the in-guest flood through
+// a veth NAPI, and the run's wall time (the debug runs include kmemleak's
+// scans), plain and debug runs alternating to share the noise.
+func BenchmarkDebugCost(b *testing.B) {
+	plain, img := guest(b)
+	debug := debugGuest(b)
+	type side struct{ boot, pps, total float64 }
+	var sides [2]side
+	runs := 3
+	for i := 0; i < runs; i++ {
+		for j, k := range []*kernels.Artifact{plain, debug} {
+			res := runScenario(b, "testdata/bench-napi-flood.yaml", k, img, nil)
+			if res.Verdict != results.Pass || len(res.Loads) != 1 {
+				b.Fatalf("%s: verdict %s %v", k.Info.Spec, res.Verdict, res.Reasons)
+			}
+			l := res.Loads[0]
+			sides[j].boot += res.Timings.Boot / float64(runs)
+			sides[j].pps += float64(l.Received) / float64(len(l.PerSecond)) / float64(runs)
+			sides[j].total += res.Timings.Total / float64(runs)
+		}
+	}
+	b.ReportMetric(sides[0].boot, "plain-boot-s")
+	b.ReportMetric(sides[1].boot, "debug-boot-s")
+	b.ReportMetric(sides[0].pps, "plain-rx-pps")
+	b.ReportMetric(sides[1].pps, "debug-rx-pps")
+	b.ReportMetric(sides[0].total, "plain-run-s")
+	b.ReportMetric(sides[1].total, "debug-run-s")
+	b.ReportMetric(sides[1].pps/sides[0].pps, "pps-ratio")
 }

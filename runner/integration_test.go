@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,6 +45,20 @@ func guest(t testing.TB) (*kernels.Artifact, *images.Image) {
 		t.Fatal(err)
 	}
 	return k, img
+}
+
+// debugGuest builds (or finds) stock-6.1's debug flavour.
+func debugGuest(t testing.TB) *kernels.Artifact {
+	t.Helper()
+	spec, err := kernels.LoadSpec("../kernels/stock-6.1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := kernels.Build(context.Background(), spec.WithDebug(), kernels.Options{CacheDir: kernels.DefaultCacheDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
 
 // runScenario runs a scenario file and checks that nothing it started is
@@ -147,6 +162,31 @@ func TestProvokedWarningFails(t *testing.T) {
 	}
 	if len(res.Splats) == 0 || res.Splats[0].Title != "WARNING in lkdtm_WARNING" || res.Splats[0].Step != "provoke" {
 		t.Errorf("splats = %+v, want WARNING in lkdtm_WARNING during step provoke", res.Splats)
+	}
+}
+
+// TestDebugDetectors: on the debug flavour, lkdtm provokes one bug class
+// per step and each is named with its syzkaller-style title on its step.
+func TestDebugDetectors(t *testing.T) {
+	_, img := guest(t)
+	k := debugGuest(t)
+	res := runScenario(t, "testdata/lkdtm-debug.yaml", k, img, func(c *testConfig) { c.Kernel.Flavour = "debug" })
+	if res.Verdict != results.Fail {
+		t.Fatalf("verdict %s, want FAIL: %v", res.Verdict, res.Reasons)
+	}
+	want := map[string]string{
+		"use-after-free": "KASAN: use-after-free Read in lkdtm_READ_AFTER_FREE",
+		"out-of-bounds":  "KASAN: slab-out-of-bounds Write in lkdtm_SLAB_LINEAR_OVERFLOW",
+		"array-bounds":   "UBSAN: array-index-out-of-bounds in lkdtm_ARRAY_BOUNDS",
+		"refcount":       "WARNING: refcount bug in lkdtm_REFCOUNT_DEC_ZERO",
+		"list":           "BUG: corrupted list in lkdtm_CORRUPT_LIST_ADD",
+	}
+	got := map[string]string{}
+	for _, sp := range res.Splats {
+		got[sp.Step] = sp.Title
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("splats by step:\n%v\nwant:\n%v", got, want)
 	}
 }
 

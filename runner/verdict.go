@@ -168,14 +168,7 @@ func (r *run) splats() results.Assert {
 			}
 		}
 		if sp.Allowed == "" {
-			where := fmt.Sprintf("console line %d", sp.Line)
-			if sp.Type == results.CrashMemoryLeak {
-				where = "kmemleak.txt"
-			}
-			if sp.Step != "" {
-				where += fmt.Sprintf(" during %q +%.1fs", sp.Step, sp.Offset)
-			}
-			bad = append(bad, fmt.Sprintf("%s (%s)", sp.Title, where))
+			bad = append(bad, fmt.Sprintf("%s (%s)", sp.Title, sp.Where()))
 		}
 	}
 	r.res.Splats = found

@@ -81,7 +81,7 @@ func Parse(name string, data []byte, params map[string]string) (*Scenario, error
 	s.dropEmpty(c)
 	s.resolvePositions(c.files)
 	s.setDefaults()
-	s.validate(c)
+	s.validate(c, values)
 	if err := c.err(); err != nil {
 		return nil, err
 	}

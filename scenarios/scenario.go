@@ -30,6 +30,8 @@ type Scenario struct {
 	Defaults Defaults  `yaml:"defaults"`
 	// Kernel is the oldest kernel the scenario applies to.
 	Kernel KernelReq `yaml:"kernel"`
+	// Flavours sets parameters for runs on a kernel flavour ("debug").
+	Flavours map[string]FlavourParams `yaml:"flavours"`
 
 	// Path is the file the scenario came from.
 	Path string `yaml:"-"`

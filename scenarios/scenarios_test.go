@@ -150,3 +150,28 @@ func TestReservedDeviceName(t *testing.T) {
 		t.Errorf("error = %v", err)
 	}
 }
+
+func TestForFlavour(t *testing.T) {
+	src := "name: f\nparams:\n  rate: \"100\"\n  d: 1s\nflavours:\n  debug:\n    reason: measured\n    params: {rate: \"10\"}\n" +
+		"timeline:\n  - sleep: ${d}\n"
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.yaml")
+	os.WriteFile(path, []byte(src), 0o644)
+	s, err := Open(path, map[string]string{"d": "2s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same, p, err := s.ForFlavour("", map[string]string{"d": "2s"}); same != s || p["d"] != "2s" || err != nil {
+		t.Errorf("the plain flavour reopened the scenario: %v %v", p, err)
+	}
+	d, p, err := s.ForFlavour(FlavourDebug, map[string]string{"d": "2s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p["rate"] != "10" || p["d"] != "2s" || d.Timeline[0].Sleep.D() != 2*time.Second {
+		t.Errorf("debug params %v, sleep %v; want rate 10 and the user's d", p, d.Timeline[0].Sleep)
+	}
+	if _, p, _ := s.ForFlavour(FlavourDebug, map[string]string{"rate": "50"}); p["rate"] != "50" {
+		t.Errorf("a user's parameter lost to the flavour's: %v", p)
+	}
+}

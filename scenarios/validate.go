@@ -95,6 +95,10 @@ func (s *Scenario) resolvePositions(f files) {
 		fix(&in.Pos)
 	}
 	fix(&s.Kernel.Pos)
+	for n, f := range s.Flavours {
+		fix(&f.Pos)
+		s.Flavours[n] = f
+	}
 }
 
 var devName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,15}$`)
@@ -110,7 +114,7 @@ type checker struct {
 	nics  map[string]*NIC
 }
 
-func (s *Scenario) validate(c *collector) {
+func (s *Scenario) validate(c *collector, params map[string]string) {
 	k := &checker{s: s, c: c, top: Pos{File: s.Path, Line: 1, Col: 1},
 		netns: map[string]bool{"": true}, addrs: map[string]string{}, devs: map[string]bool{}, nics: map[string]*NIC{}}
 	if s.Name == "" {
@@ -134,6 +138,7 @@ func (s *Scenario) validate(c *collector) {
 		}
 		k.netns[n] = true
 	}
+	k.flavours(params)
 	k.topology()
 	for _, name := range sortedKeys(s.Loads) {
 		k.load(s.Loads[name])
