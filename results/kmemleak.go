@@ -6,29 +6,34 @@ import (
 	"strings"
 )
 
-// ParseKmemleak turns the text of /sys/kernel/debug/kmemleak into one splat
-// per unreferenced object, titled after the first frame of its allocation
-// backtrace that is not an allocator ("memory leak in veth_xdp_rcv"), with
-// the object's age at the time of reading in Age. Line and Time are unset:
-// the report comes from debugfs, not the console.
-func ParseKmemleak(text []byte) []Splat {
-	var out []Splat
+// Leak is one object kmemleak reported: a splat titled after the first
+// frame of its allocation backtrace that is not an allocator ("memory leak
+// in __netif_set_xps_queue"), and the jiffies of its allocation.
+type Leak struct {
+	Splat
+	Jiffies uint64
+}
+
+// ParseKmemleak reads the text of /sys/kernel/debug/kmemleak, one Leak per
+// unreferenced object. Line and Time are unset: the report comes from
+// debugfs, not the console.
+func ParseKmemleak(text []byte) []Leak {
+	var out []Leak
 	var cur []string
 	flush := func() {
 		if len(cur) > 0 {
-			out = append(out, leakSplat(cur))
+			out = append(out, leak(cur))
 			cur = nil
 		}
 	}
 	for _, line := range strings.Split(string(text), "\n") {
 		line = strings.TrimRight(line, "\r")
-		if leakStartRe.MatchString(line) {
+		start := leakStartRe.MatchString(line)
+		if start {
 			flush()
 		}
-		if len(cur) > 0 || leakStartRe.MatchString(line) {
-			if len(cur) < splatMaxLines {
-				cur = append(cur, line)
-			}
+		if (start || len(cur) > 0) && len(cur) < splatMaxLines {
+			cur = append(cur, line)
 		}
 	}
 	flush()
@@ -36,9 +41,9 @@ func ParseKmemleak(text []byte) []Splat {
 }
 
 var (
-	leakStartRe = regexp.MustCompile(`^unreferenced object 0x[0-9a-f]+ \(size \d+\):`)
-	leakAgeRe   = regexp.MustCompile(`\(age (\d+\.\d+)s\)`)
-	leakFrameRe = regexp.MustCompile(`^\s+(?:\[<[0-9a-f]+>\]\s+)?([A-Za-z_][\w.]*)\+0x[0-9a-f]+`)
+	leakStartRe   = regexp.MustCompile(`^unreferenced object 0x[0-9a-f]+ \(size \d+\):`)
+	leakJiffiesRe = regexp.MustCompile(`, jiffies (\d+)`)
+	leakFrameRe   = regexp.MustCompile(`^\s+(?:\[<[0-9a-f]+>\]\s+)?([A-Za-z_][\w.]*)\+0x[0-9a-f]+`)
 	// leakAlloc matches allocator frames, which never explain a leak.
 	leakAlloc = regexp.MustCompile(`^(?:` + strings.Join([]string{
 		`kmemleak_\w+`, `__?kmalloc\w*`, `kmalloc\w*`, `kzalloc\w*`, `kcalloc\w*`, `__?kvmalloc\w*`,
@@ -50,15 +55,14 @@ var (
 	}, "|") + `)$`)
 )
 
-func leakSplat(lines []string) Splat {
-	sp := Splat{Type: CrashMemoryLeak, Title: "memory leak", Time: -1,
-		Report: strings.Join(lines, "\n") + "\n"}
-	if m := leakAgeRe.FindStringSubmatch(strings.Join(lines[:min(len(lines), 3)], "\n")); m != nil {
-		sp.Age, _ = strconv.ParseFloat(m[1], 64)
+func leak(lines []string) Leak {
+	l := Leak{Splat: Splat{Type: CrashMemoryLeak, Title: "memory leak", Time: -1, Report: strings.Join(lines, "\n") + "\n"}}
+	if m := leakJiffiesRe.FindStringSubmatch(strings.Join(lines[:min(len(lines), 3)], "\n")); m != nil {
+		l.Jiffies, _ = strconv.ParseUint(m[1], 10, 64)
 	}
 	first := ""
-	for _, l := range lines {
-		m := leakFrameRe.FindStringSubmatch(l)
+	for _, line := range lines {
+		m := leakFrameRe.FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}
@@ -67,15 +71,31 @@ func leakSplat(lines []string) Splat {
 			first = fn
 		}
 		if !leakAlloc.MatchString(fn) {
-			sp.Frame = fn
+			l.Frame = fn
 			break
 		}
 	}
-	if sp.Frame == "" {
-		sp.Frame = first
+	if l.Frame == "" {
+		l.Frame = first
 	}
-	if sp.Frame != "" {
-		sp.Title += " in " + sp.Frame
+	if l.Frame != "" {
+		l.Title += " in " + l.Frame
 	}
-	return sp
+	return l
+}
+
+// GroupSplats folds splats of the same title into the first, counting them.
+func GroupSplats(splats []Splat) []Splat {
+	var out []Splat
+	at := map[string]int{}
+	for _, s := range splats {
+		if i, ok := at[s.Title]; ok {
+			out[i].Count++
+			continue
+		}
+		at[s.Title] = len(out)
+		s.Count = 1
+		out = append(out, s)
+	}
+	return out
 }

@@ -1,11 +1,14 @@
 package results
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 func TestParseKmemleak(t *testing.T) {
 	// 6.1 prints addresses in brackets, 6.12 adds the backtrace's crc.
 	text := `unreferenced object 0xffff888006a0c000 (size 1024):
-  comm "softirq", pid 0, jiffies 4294893000 (age 12.250s)
+  comm "softirq", pid 0, jiffies 4294893000
   hex dump (first 32 bytes):
     00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00  ................
   backtrace:
@@ -14,7 +17,7 @@ func TestParseKmemleak(t *testing.T) {
     [<ffffffff82a1be20>] veth_xmit.cold+0x10/0x40
     [<ffffffff8213f0d2>] dev_hard_start_xmit+0x112/0x3d0
 unreferenced object 0xffff888006a0d000 (size 64):
-  comm "init", pid 1, jiffies 4294895000 (age 7.5s)
+  comm "init", pid 1, jiffies 4294895000
   hex dump (first 32 bytes):
     00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00  ................
   backtrace (crc 8f2a7c47):
@@ -23,18 +26,40 @@ unreferenced object 0xffff888006a0d000 (size 64):
 `
 	got := ParseKmemleak([]byte(text))
 	want := []struct {
-		title string
-		age   float64
-	}{{"memory leak in veth_xmit", 12.25}, {"memory leak in netif_napi_add_weight", 7.5}}
+		title   string
+		jiffies uint64
+	}{{"memory leak in veth_xmit", 4294893000}, {"memory leak in netif_napi_add_weight", 4294895000}}
 	if len(got) != len(want) {
 		t.Fatalf("got %d leaks, want %d: %+v", len(got), len(want), got)
 	}
 	for i, w := range want {
-		if got[i].Title != w.title || got[i].Age != w.age || got[i].Type != CrashMemoryLeak || got[i].Report == "" {
-			t.Errorf("leak %d = %q age %v type %s, want %q age %v", i, got[i].Title, got[i].Age, got[i].Type, w.title, w.age)
+		if got[i].Title != w.title || got[i].Jiffies != w.jiffies || got[i].Type != CrashMemoryLeak || got[i].Report == "" {
+			t.Errorf("leak %d = %q jiffies %d type %s, want %q jiffies %d", i, got[i].Title, got[i].Jiffies, got[i].Type, w.title, w.jiffies)
 		}
 	}
 	if n := len(ParseKmemleak(nil)); n != 0 {
 		t.Errorf("empty report: %d leaks", n)
+	}
+	g := GroupSplats([]Splat{got[0].Splat, got[1].Splat, got[0].Splat})
+	if len(g) != 2 || g[0].Count != 2 || g[1].Count != 1 {
+		t.Errorf("grouped: %+v", g)
+	}
+}
+
+// TestKmemleakCapture reads a real report: regress-xps-map-leak-6.1's debug
+// flavour after napi-disable-race (kernels/regress-xps-map-leak-6.1.yaml).
+func TestKmemleakCapture(t *testing.T) {
+	data, err := os.ReadFile("testdata/kmemleak/xps-map-leak-6.1.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaks := ParseKmemleak(data)
+	if len(leaks) != 28 {
+		t.Fatalf("%d leaks, want 28", len(leaks))
+	}
+	for _, l := range leaks {
+		if l.Title != "memory leak in __netif_set_xps_queue" || l.Jiffies < 4294000000 {
+			t.Errorf("leak %q at jiffies %d", l.Title, l.Jiffies)
+		}
 	}
 }

@@ -41,9 +41,9 @@ type Splat struct {
 	Step    string    `json:"step,omitempty"`    // the timeline step running when it was printed
 	Offset  float64   `json:"offset,omitempty"`  // seconds since that step started
 	Allowed string    `json:"allowed,omitempty"` // the allow-list reason, when allowed
-	// Age is a memory leak's age in seconds when kmemleak was read (it
-	// places the allocation on the timeline); 0 for console splats.
-	Age float64 `json:"age,omitempty"`
+	// Count is how many reports of this title it stands for (memory leaks
+	// are grouped by title); 0 or 1 for one.
+	Count int `json:"count,omitempty"`
 }
 
 // Where says where the report is: its console line and printk time (or,
@@ -55,10 +55,17 @@ func (s Splat) Where() string {
 		w += fmt.Sprintf(", [%.6f]", s.Time)
 	}
 	if s.Type == CrashMemoryLeak {
-		w = fmt.Sprintf("kmemleak.txt, age %.1fs", s.Age)
+		w = "kmemleak.txt"
+		if s.Count > 1 {
+			w = fmt.Sprintf("%d objects, kmemleak.txt", s.Count)
+		}
 	}
 	if s.Step != "" {
-		w += fmt.Sprintf(", during %q +%.2fs", s.Step, s.Offset)
+		verb := "during"
+		if s.Type == CrashMemoryLeak {
+			verb = "allocated during"
+		}
+		w += fmt.Sprintf(", %s %q +%.2fs", verb, s.Step, s.Offset)
 	}
 	return w
 }

@@ -11,60 +11,58 @@ import (
 	"napilab/results"
 )
 
-// kmemleakTimeout bounds one kmemleak request: a scan of a debug guest's
-// memory under TCG, twice, around kmemleak's 5 s minimum age.
+// kmemleakTimeout bounds the kmemleak request: two scans of a debug guest's
+// memory under TCG (~5 s each measured) around kmemleak's 5 s minimum age.
 const kmemleakTimeout = 2 * time.Minute
 
 // leakCheck is the end-of-timeline kmemleak scan of a debug kernel.
 type leakCheck struct {
-	on      bool            // the kernel has kmemleak
 	err     error           // the scan failed: leaks not measured
-	leaks   []results.Splat // one per leaked object
-	seconds float64         // time the final scans took
+	leaks   []results.Splat // grouped by title, placed where allocated
+	before  int             // objects allocated before the topology setup (boot)
+	seconds float64         // time the scans took
 }
 
-// kmemleakClear forgets the leaks of boot and setup, so that the scan at the
-// end reports only what the timeline leaked.
-func (r *run) kmemleakClear(ctx context.Context) error {
-	if r.hello == nil || !r.hello.Kmemleak {
-		return nil
-	}
-	r.leak.on = true
-	cctx, cancel := context.WithTimeout(ctx, kmemleakTimeout)
-	defer cancel()
-	var rep wire.KmemleakReport
-	if err := r.ctl.call(cctx, wire.OpKmemleak, wire.Kmemleak{Clear: true}, &rep); err != nil {
-		return infra("kmemleak: the scan before the timeline failed: %w", err)
-	}
-	r.cfg.Logf("kmemleak: cleared after boot and setup (%.1fs)", rep.Seconds)
-	return nil
-}
-
-// kmemleakScan scans at the end of the timeline and keeps each leak, placed
-// on the timeline at the time it was allocated (read time minus its age),
-// and the report in kmemleak.txt.
+// kmemleakScan scans at the end of the timeline and keeps the leaks the run
+// allocated: each object is dated by its allocation jiffies on the guest's
+// clock, then on the host's, and placed on the step it was allocated in.
+// Objects from before the topology setup (the kernel's boot) are counted,
+// not reported: they are not the scenario's. The report is kmemleak.txt.
 func (r *run) kmemleakScan(ctx context.Context) {
-	if !r.leak.on {
+	if r.hello == nil || !r.hello.Kmemleak {
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, kmemleakTimeout)
 	defer cancel()
 	var rep wire.KmemleakReport
-	if r.leak.err = r.ctl.call(cctx, wire.OpKmemleak, wire.Kmemleak{}, &rep); r.leak.err != nil {
+	if r.leak.err = r.ctl.call(cctx, wire.OpKmemleak, nil, &rep); r.leak.err != nil {
 		return
 	}
-	read := time.Now()
 	r.leak.seconds = rep.Seconds
 	report := wire.Clip(rep.Report)
 	if report != "" {
 		os.WriteFile(filepath.Join(r.cfg.OutDir, "kmemleak.txt"), []byte(report), 0o644)
 	}
-	r.leak.leaks = results.ParseKmemleak([]byte(report))
-	for i := range r.leak.leaks {
-		sp := &r.leak.leaks[i]
-		r.placeAt(sp, read.Add(-time.Duration(sp.Age*float64(time.Second))))
+	var leaks []results.Splat
+	for _, l := range results.ParseKmemleak([]byte(report)) {
+		up, ok := rep.Uptime(l.Jiffies)
+		at := r.readyAt.Add(time.Duration((up - r.hello.Uptime) * float64(time.Second)))
+		if ok && at.Before(r.setupAt) {
+			r.leak.before++
+			continue
+		}
+		sp := l.Splat
+		if ok {
+			r.placeAt(&sp, at)
+			if sp.Step == "" && r.tl != nil && at.Before(r.tl.start) {
+				sp.Step, sp.Offset = "topology setup", math.Round(at.Sub(r.setupAt).Seconds()*100)/100
+			}
+		}
+		leaks = append(leaks, sp)
 	}
-	r.cfg.Logf("kmemleak: %d leaks (scans %.1fs)", len(r.leak.leaks), rep.Seconds)
+	r.leak.leaks = results.GroupSplats(leaks)
+	r.cfg.Logf("kmemleak: %d objects leaked by the run (%d titles), %d at boot (scans %.1fs)",
+		len(leaks), len(r.leak.leaks), r.leak.before, rep.Seconds)
 }
 
 // placeAt names the innermost step running at host time at.

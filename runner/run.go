@@ -113,6 +113,8 @@ type run struct {
 	tl      *timeline
 	hello   *wire.Hello
 	leak    leakCheck
+	readyAt time.Time // the agent's ready event arrived (host clock)
+	setupAt time.Time // the topology setup started
 	ctlPath string
 	monPath string
 }
@@ -210,9 +212,6 @@ func (r *run) do(ctx context.Context) error {
 	if err := r.setupProbes(ctx, seed); err != nil {
 		return err
 	}
-	if err := r.kmemleakClear(ctx); err != nil {
-		return err
-	}
 	r.tl = newTimeline(r.s, seed, r.ctl, r.host, r.cfg.Logf)
 	r.tl.ksTimeouts, r.tl.outDir, r.tl.slow = r.cfg.KselftestTimeouts, r.cfg.OutDir, r.res.Accel == "tcg"
 	r.tl.noPolls = r.cfg.NoPolls && !r.s.NeedsPolls()
@@ -279,6 +278,7 @@ func (r *run) boot(ctx context.Context, accel string) error {
 		r.hello, err = r.ctl.waitReady(bctx)
 	}
 	if err == nil {
+		r.readyAt = time.Now()
 		return nil
 	}
 	if ctx.Err() != nil {
@@ -311,6 +311,7 @@ func (r *run) setup(ctx context.Context) error {
 			StaticNeigh: v.StaticNeigh})
 	}
 	limit := r.s.Defaults.Deadline.D() * 3
+	r.setupAt = time.Now()
 	sctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	if err := r.ctl.call(sctx, wire.OpSetup, t, nil); err != nil {

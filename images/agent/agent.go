@@ -147,11 +147,7 @@ func (a *agent) dispatch(m *wire.Message) (any, error) {
 		}
 		return pinIRQs(x)
 	case wire.OpKmemleak:
-		k, err := decode[wire.Kmemleak](m)
-		if err != nil {
-			return nil, err
-		}
-		return kmemleak(k)
+		return kmemleak()
 	case wire.OpPoweroff:
 		a.stopAll()
 		return nil, nil

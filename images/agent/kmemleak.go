@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"napilab/images/wire"
@@ -14,7 +17,7 @@ const kmemleakFile = "/sys/kernel/debug/kmemleak"
 
 // kmemleakMinAge is kmemleak's MSECS_MIN_AGE: it never reports an object
 // younger than this, and an object must also keep its checksum across two
-// scans, hence the scan, wait, scan of a report.
+// scans, hence the scan, wait, scan.
 const kmemleakMinAge = 5 * time.Second
 
 func hasKmemleak() bool {
@@ -22,26 +25,28 @@ func hasKmemleak() bool {
 	return err == nil
 }
 
-// kmemleak scans (a write of "scan" returns when the scan is done), then
-// forgets the leaks found (Clear) or waits out the minimum age, scans again
-// and reads the report.
-func kmemleak(k wire.Kmemleak) (*wire.KmemleakReport, error) {
+// kmemleak scans (a write of "scan" returns when the scan is done), waits
+// out the minimum age, scans again and reads the report, with the clock
+// readings that date each object.
+func kmemleak() (*wire.KmemleakReport, error) {
 	start := time.Now()
 	if !hasKmemleak() {
 		return nil, errors.New("this kernel has no kmemleak (" + kmemleakFile + ")")
 	}
-	cmd := func(c string) error { return os.WriteFile(kmemleakFile, []byte(c), 0) }
-	if err := cmd("scan"); err != nil {
+	scan := func() error { return os.WriteFile(kmemleakFile, []byte("scan"), 0) }
+	var rep wire.KmemleakReport
+	var err error
+	if err = scan(); err != nil {
 		return nil, err
 	}
-	if k.Clear {
-		if err := cmd("clear"); err != nil {
-			return nil, err
-		}
-		return &wire.KmemleakReport{Seconds: time.Since(start).Seconds()}, nil
+	if rep.Clock[0], err = ticks(); err != nil {
+		return nil, err
 	}
 	time.Sleep(kmemleakMinAge)
-	if err := cmd("scan"); err != nil {
+	if err = scan(); err != nil {
+		return nil, err
+	}
+	if rep.Clock[1], err = ticks(); err != nil {
 		return nil, err
 	}
 	f, err := os.Open(kmemleakFile)
@@ -54,5 +59,23 @@ func kmemleak(k wire.Kmemleak) (*wire.KmemleakReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &wire.KmemleakReport{Report: string(data), Seconds: time.Since(start).Seconds()}, nil
+	rep.Report, rep.Seconds = string(data), time.Since(start).Seconds()
+	return &rep, nil
+}
+
+// ticks reads jiffies from /proc/timer_list ("jiffies: N"), with the uptime.
+func ticks() (wire.TickPoint, error) {
+	f, err := os.Open("/proc/timer_list")
+	if err != nil {
+		return wire.TickPoint{}, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := bytes.CutPrefix(bytes.TrimSpace(sc.Bytes()), []byte("jiffies: ")); ok {
+			j, err := strconv.ParseUint(string(v), 10, 64)
+			return wire.TickPoint{Jiffies: j, Uptime: uptime()}, err
+		}
+	}
+	return wire.TickPoint{}, errors.New("/proc/timer_list has no jiffies line")
 }

@@ -12,20 +12,31 @@ type Hello struct {
 	Kmemleak bool `json:"kmemleak,omitempty"`
 }
 
-// Kmemleak asks the guest's kmemleak to scan. With Clear it scans and
-// forgets what it found (the runner does so before the timeline, so that
-// only the scenario's leaks are reported); without, it scans twice, the
-// second time once everything allocated before the request is old enough
-// to be reported, and returns the report.
-type Kmemleak struct {
-	Clear bool `json:"clear,omitempty"`
+// KmemleakReport is /sys/kernel/debug/kmemleak after two scans (bounded like
+// exec output, see OutputMax), how long the scans took, and two readings of
+// the guest's jiffies with its uptime, which date each object's allocation
+// (its "jiffies N") on the guest's clock.
+type KmemleakReport struct {
+	Report  string       `json:"report"`
+	Seconds float64      `json:"seconds"`
+	Clock   [2]TickPoint `json:"clock"`
 }
 
-// KmemleakReport is /sys/kernel/debug/kmemleak after the scans (bounded
-// like exec output, see OutputMax) and how long the scans took.
-type KmemleakReport struct {
-	Report  string  `json:"report"`
-	Seconds float64 `json:"seconds"`
+// TickPoint is the guest's jiffies at an uptime (CLOCK_BOOTTIME seconds).
+type TickPoint struct {
+	Jiffies uint64  `json:"jiffies"`
+	Uptime  float64 `json:"uptime"`
+}
+
+// Uptime dates a jiffies value on the guest's uptime clock, from the two
+// readings; ok is false when they cannot give a tick rate.
+func (r *KmemleakReport) Uptime(jiffies uint64) (float64, bool) {
+	a, b := r.Clock[0], r.Clock[1]
+	if b.Jiffies <= a.Jiffies || b.Uptime <= a.Uptime {
+		return 0, false
+	}
+	hz := float64(b.Jiffies-a.Jiffies) / (b.Uptime - a.Uptime)
+	return b.Uptime - (float64(b.Jiffies)-float64(jiffies))/hz, true
 }
 
 // Topology is what the agent builds inside the guest before the timeline.

@@ -39,7 +39,7 @@ const (
 	OpInject   = "inject"   // Inject -> nothing (attaches the probes)
 	OpArm      = "arm"      // InjectArm -> nothing
 	OpQdisc    = "qdisc"    // Qdisc -> nothing
-	OpKmemleak = "kmemleak" // Kmemleak -> KmemleakReport (debug kernels)
+	OpKmemleak = "kmemleak" // nothing -> KmemleakReport (debug kernels)
 )
 
 // Events sent by the agent on its own.
