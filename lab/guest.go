@@ -140,6 +140,14 @@ func forKernel(cfg runner.Config, s *scenarios.Scenario, params map[string]strin
 	return s.ForFlavour(scenarios.FlavourDebug, params)
 }
 
+// skippedOn says why the scenario does not run on the flavour of cfg's kernel.
+func skippedOn(cfg runner.Config, s *scenarios.Scenario) string {
+	if fl, _ := kernels.ParseFlavour(cfg.Kernel.Flavour); fl.Debug {
+		return s.SkippedOn(scenarios.FlavourDebug)
+	}
+	return ""
+}
+
 // check refuses tests the guest's kselftests do not have, before booting.
 func (gu guest) check(tests []string) error {
 	var missing []string

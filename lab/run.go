@@ -137,6 +137,10 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 			if err != nil {
 				return err
 			}
+			if why := skippedOn(base, s); why != "" {
+				fmt.Fprintf(out, "SKIP  %s on %s (%s): %s\n", p.s.Name, base.Kernel.Spec, base.Kernel.Release, why)
+				continue
+			}
 			group := fmt.Sprintf("%s@%s%s", p.s.Name, base.Kernel.Spec, paramSuffix(p.params))
 			for i := 1; i <= o.repeat; i++ {
 				name := group

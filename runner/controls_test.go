@@ -60,8 +60,8 @@ var positiveControls = []positiveControl{
 		title: regexp.MustCompile(`^possible deadlock in (netif_reset_xps_queues|netif_set_real_num_tx_queues|virtnet_set_channels)`)},
 	// 5ce76fe1eead undone: rcu_dereference() under RTNL only, when the
 	// topology creates a veth. Harmless; PROVE_RCU names it.
-	{spec: "regress-veth-xdp-rcu-6.12.yaml", scenario: "veth-backpressure.yaml", debug: true,
-		title: regexp.MustCompile(`^suspicious RCU usage in (veth_set_xdp_features|veth_newlink)`)},
+	{spec: "regress-veth-xdp-rcu-6.12.yaml", scenario: "napi-disable-race.yaml", debug: true,
+		title: regexp.MustCompile(`^suspicious RCU usage in veth_set_xdp_features$`)},
 	// A realistic mutation: __netif_set_xps_queue() forgets to free the
 	// maps it replaces. Each channel change leaks; kmemleak names it.
 	{spec: "regress-xps-map-leak-6.1.yaml", scenario: "napi-disable-race.yaml", debug: true,
@@ -100,9 +100,12 @@ func TestPositiveControls(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			plainSpec := spec
+			plainSpec, plainS := spec, s
 			if c.debug {
 				spec, baseSpec = spec.WithDebug(), baseSpec.WithDebug()
+				if s, _, err = s.ForFlavour(scenarios.FlavourDebug, c.params); err != nil {
+					t.Fatal(err)
+				}
 			}
 			runOn := func(s *scenarios.Scenario, k results.Kernel, n int) []*results.Result {
 				var jobs []Job
@@ -124,7 +127,7 @@ func TestPositiveControls(t *testing.T) {
 			}
 			if c.debug {
 				// The bug is quiet: without the sanitizers the control passes.
-				if r := runOn(s, build(t, plainSpec), 1); r[0].Verdict != results.Pass {
+				if r := runOn(plainS, build(t, plainSpec), 1); r[0].Verdict != results.Pass {
 					t.Fatalf("the plain %s already fails %s (%s): not a debug control", plainSpec.Name, c.scenario, r[0].Title())
 				}
 			}

@@ -11,6 +11,9 @@ import (
 	"napilab/results"
 )
 
+// setupStep names the topology setup where a step name is expected.
+const setupStep = "topology setup"
+
 // kmemleakTimeout bounds the kmemleak request: two scans of a debug guest's
 // memory under TCG (~5 s each measured) around kmemleak's 5 s minimum age.
 const kmemleakTimeout = 2 * time.Minute
@@ -54,9 +57,6 @@ func (r *run) kmemleakScan(ctx context.Context) {
 		sp := l.Splat
 		if ok {
 			r.placeAt(&sp, at)
-			if sp.Step == "" && r.tl != nil && at.Before(r.tl.start) {
-				sp.Step, sp.Offset = "topology setup", math.Round(at.Sub(r.setupAt).Seconds()*100)/100
-			}
 		}
 		leaks = append(leaks, sp)
 	}
@@ -65,9 +65,14 @@ func (r *run) kmemleakScan(ctx context.Context) {
 		len(leaks), len(r.leak.leaks), r.leak.before, rep.Seconds)
 }
 
-// placeAt names the innermost step running at host time at.
+// placeAt names the innermost step running at host time at, or the
+// topology setup when it was before the timeline.
 func (r *run) placeAt(sp *results.Splat, at time.Time) {
 	if r.tl == nil {
+		return
+	}
+	if !r.setupAt.IsZero() && !at.Before(r.setupAt) && at.Before(r.tl.start) {
+		sp.Step, sp.Offset = setupStep, math.Round(at.Sub(r.setupAt).Seconds()*100)/100
 		return
 	}
 	var best *span

@@ -316,7 +316,7 @@ func (r *run) setup(ctx context.Context) error {
 	defer cancel()
 	if err := r.ctl.call(sctx, wire.OpSetup, t, nil); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			h := &hangError{step: "topology setup", deadline: limit}
+			h := &hangError{step: setupStep, deadline: limit}
 			r.hangEvidence(h)
 			return h
 		}

@@ -13,7 +13,18 @@ import (
 type FlavourParams struct {
 	Reason string            `yaml:"reason"`
 	Params map[string]string `yaml:"params"`
-	Pos    Pos               `yaml:"-"`
+	// Skip says the scenario cannot check what it checks on the flavour
+	// (the reason says why); lab run prints SKIP instead of booting.
+	Skip bool `yaml:"skip"`
+	Pos  Pos  `yaml:"-"`
+}
+
+// SkippedOn returns why the scenario does not run on the flavour, or "".
+func (s *Scenario) SkippedOn(flavour string) string {
+	if f := s.Flavours[flavour]; f.Skip {
+		return "not on the " + flavour + " flavour: " + f.Reason
+	}
+	return ""
 }
 
 // UnmarshalYAML records the line.
