@@ -33,6 +33,18 @@ func (s *Scenario) Explain(w io.Writer) {
 		fmt.Fprintf(w, ", %s flavour of every kernel", s.Machine.Flavour)
 	}
 	fmt.Fprintln(w)
+	for _, name := range sortedKeys(s.Flavours) {
+		f := s.Flavours[name]
+		if f.Skip {
+			fmt.Fprintf(w, "on the %s flavour: SKIP (%s)\n", name, f.Reason)
+			continue
+		}
+		var kv []string
+		for _, k := range sortedKeys(f.Params) {
+			kv = append(kv, k+"="+f.Params[k])
+		}
+		fmt.Fprintf(w, "on the %s flavour: %s (%s)\n", name, strings.Join(kv, " "), f.Reason)
+	}
 	fmt.Fprintln(w, "topology:")
 	for _, n := range s.Topology.NICs {
 		fmt.Fprintf(w, "  nic %s: virtio-net, %d queue pairs, %s, host side %s, mac %s%s%s\n", n.Name, n.Queues,
