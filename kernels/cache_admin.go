@@ -45,9 +45,32 @@ func List(ctx context.Context, root string, specs []*Spec) ([]Entry, error) {
 			e.Artifact = a
 		}
 		out = append(out, e)
+		if err != nil {
+			continue
+		}
+		// The spec's usual flavours, when built: one line each.
+		for _, fl := range listedFlavours {
+			f := e
+			f.Spec, f.Artifact = spec.Flavoured(fl), nil
+			switch {
+			case f.Spec.Extends == "":
+				f.Extends = "" // a kselftest flavour builds from scratch
+			case fl.Debug:
+				f.Extends += debugSuffix // on the base's debug build
+			}
+			if in, err := resolveInputs(ctx, l, f.Spec); err == nil {
+				if a, ok := lookupIndex(l, in.hash()); ok {
+					f.Artifact = a
+					out = append(out, f)
+				}
+			}
+		}
 	}
 	return out, nil
 }
+
+// listedFlavours are the flavours List shows when they are built.
+var listedFlavours = []Flavour{{Debug: true}, {Selftests: []string{"net"}}, {Debug: true, Selftests: []string{"net"}}}
 
 // GCOptions tune GC.
 type GCOptions struct {

@@ -173,13 +173,27 @@ func TestList(t *testing.T) {
 	specs, l, current := gcFixture(t)
 	missing := *specs[0]
 	missing.Name, missing.Base.Tarball = "missing", "/nonexistent/linux.tar.xz"
+	// The base's debug flavour is built: it gets a line of its own.
+	dbg := specs[0].WithDebug()
+	in, err := resolveInputs(context.Background(), l, dbg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(l.kernelsDir(), fakeArtifact(t, l, dbg.Name, "7777777777777777", time.Minute))
+	if err := writeIndex(l, in.hash(), &Artifact{Dir: dir, Key: "7777777777777777"}); err != nil {
+		t.Fatal(err)
+	}
 	entries, err := List(context.Background(), l.root, append(specs, &missing))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 3 {
+	if len(entries) != 4 {
 		t.Fatalf("%d entries", len(entries))
 	}
+	if e := entries[1]; e.Spec.Name != "base.debug" || e.Artifact == nil || e.Artifact.Dir != dir {
+		t.Errorf("debug flavour entry = %+v", e)
+	}
+	entries = append(entries[:1], entries[2:]...)
 	if e := entries[0]; e.Artifact == nil || filepath.Base(e.Artifact.Dir) != current || e.Extends != "" || e.Patches != 0 {
 		t.Errorf("base entry = %+v", e)
 	}
