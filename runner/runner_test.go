@@ -158,4 +158,7 @@ func TestStuckFunctionPrefersTheAgent(t *testing.T) {
 	if got := stuckFunction(tasks[:2]); got != "addrconf_dad_work" {
 		t.Errorf("without an agent thread: %q, want the other blocked task", got)
 	}
+	if !agentBlocked(tasks) || agentBlocked(tasks[:2]) {
+		t.Error("agentBlocked: want true with the blocked init thread only")
+	}
 }

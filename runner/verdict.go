@@ -123,8 +123,19 @@ func (r *run) hangEvidence(h *hangError) {
 	if agentErr != nil {
 		fmt.Fprintf(&b, "agent did not take SysRq: %v\n", agentErr)
 	}
-	if err := r.ctl.call(ctx, wire.OpStacks, nil, &tasks); err != nil {
-		fmt.Fprintf(&b, "agent did not answer for stacks: %v\n", err)
+	// A task looping in usleep (napi_disable) is runnable between its
+	// sleeps: look again when no agent thread was caught blocked, before
+	// naming a victim (a kworker waiting for rtnl) instead.
+	for try := 0; try < stackTries; try++ {
+		tasks = nil
+		if err := r.ctl.call(ctx, wire.OpStacks, nil, &tasks); err != nil {
+			fmt.Fprintf(&b, "agent did not answer for stacks: %v\n", err)
+			break
+		}
+		if agentBlocked(tasks) {
+			break
+		}
+		time.Sleep(stackRetry)
 	}
 	for _, t := range tasks {
 		fmt.Fprintf(&b, "pid %d %s state %s wchan %s\n%s\n", t.PID, t.Comm, t.State, t.Wchan, t.Stack)
@@ -195,6 +206,22 @@ func (r *run) placeSplat(sp *results.Splat) {
 // agentComm is the agent's name in the guest (it is /init); its threads run
 // the scenario's actions.
 const agentComm = "init"
+
+// stackTries and stackRetry bound the looks for a blocked agent thread.
+const (
+	stackTries = 5
+	stackRetry = 200 * time.Millisecond
+)
+
+// agentBlocked says whether an agent thread is in D state.
+func agentBlocked(tasks []wire.TaskStack) bool {
+	for _, t := range tasks {
+		if t.State == "D" && t.Comm == agentComm {
+			return true
+		}
+	}
+	return false
+}
 
 // stuckFunction names where the hung action sleeps: the blocked agent thread
 // runs it, while other blocked tasks (a kworker waiting for RTNL, say) are
