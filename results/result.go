@@ -99,6 +99,7 @@ type Timings struct {
 	Boot     float64 `json:"boot"`     // QEMU start to agent ready
 	Timeline float64 `json:"timeline"` // first step start to last step end
 	Total    float64 `json:"total"`
+	Kmemleak float64 `json:"kmemleak,omitempty"` // the end-of-timeline kmemleak scans (debug kernels)
 }
 
 // Assert is one assertion's outcome, with what was measured.

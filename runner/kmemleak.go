@@ -20,10 +20,9 @@ const kmemleakTimeout = 2 * time.Minute
 
 // leakCheck is the end-of-timeline kmemleak scan of a debug kernel.
 type leakCheck struct {
-	err     error           // the scan failed: leaks not measured
-	leaks   []results.Splat // grouped by title, placed where allocated
-	before  int             // objects allocated before the topology setup (boot)
-	seconds float64         // time the scans took
+	err    error           // the scan failed: leaks not measured
+	leaks  []results.Splat // grouped by title, placed where allocated
+	before int             // objects allocated before the topology setup (boot)
 }
 
 // kmemleakScan scans at the end of the timeline and keeps the leaks the run
@@ -41,7 +40,7 @@ func (r *run) kmemleakScan(ctx context.Context) {
 	if r.leak.err = r.ctl.call(cctx, wire.OpKmemleak, nil, &rep); r.leak.err != nil {
 		return
 	}
-	r.leak.seconds = rep.Seconds
+	r.res.Timings.Kmemleak = math.Round(rep.Seconds*100) / 100
 	report := wire.Clip(rep.Report)
 	if report != "" {
 		os.WriteFile(filepath.Join(r.cfg.OutDir, "kmemleak.txt"), []byte(report), 0o644)
