@@ -39,9 +39,12 @@ func (r *Result) Title() string {
 		}
 		return "hang in step " + r.Hang.Step
 	}
-	for _, a := range r.Asserts {
-		if !a.Passed {
-			return "assertion failed: " + a.Name
+	// A measured failure names a FAIL better than one the lab could not measure.
+	for _, measured := range []bool{true, false} {
+		for _, a := range r.Asserts {
+			if !a.Passed && (!measured || !a.Unmeasured) {
+				return "assertion failed: " + a.Name
+			}
 		}
 	}
 	if len(r.Reasons) > 0 {

@@ -50,3 +50,17 @@ func TestSummariseFlakes(t *testing.T) {
 		t.Errorf("rate %v outside its interval %v..%v", f.Rate, f.Lo, f.Hi)
 	}
 }
+
+func TestTitlePrefersMeasuredFailures(t *testing.T) {
+	r := &Result{Verdict: Fail, Asserts: []Assert{
+		{Name: "kthreads while threaded", Unmeasured: true},
+		{Name: "no stall of nic-udp"},
+	}}
+	if got := r.Title(); got != "assertion failed: no stall of nic-udp" {
+		t.Errorf("Title = %q, want the measured failure", got)
+	}
+	r.Asserts = r.Asserts[:1]
+	if got := r.Title(); got != "assertion failed: kthreads while threaded" {
+		t.Errorf("Title = %q, want the unmeasured one when it is all there is", got)
+	}
+}
