@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -196,6 +197,31 @@ func (r *run) splats() results.Assert {
 		a.Measured += ": " + strings.Join(bad, "; ")
 	}
 	return a
+}
+
+// setupStep names the topology setup where a step name is expected.
+const setupStep = "topology setup"
+
+// placeAt names the innermost step running at host time at, or the
+// topology setup when it was before the timeline.
+func (r *run) placeAt(sp *results.Splat, at time.Time) {
+	if r.tl == nil {
+		return
+	}
+	if !r.setupAt.IsZero() && !at.Before(r.setupAt) && at.Before(r.tl.start) {
+		sp.Step, sp.Offset = setupStep, math.Round(at.Sub(r.setupAt).Seconds()*100)/100
+		return
+	}
+	var best *span
+	for i := range r.tl.spans {
+		s := &r.tl.spans[i]
+		if !at.Before(s.start) && !at.After(s.end) && (best == nil || s.start.After(best.start)) {
+			best = s
+		}
+	}
+	if best != nil {
+		sp.Step, sp.Offset = best.name, math.Round(at.Sub(best.start).Seconds()*100)/100
+	}
 }
 
 // placeSplat names the innermost step running when the splat's first line arrived.
