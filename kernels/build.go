@@ -59,6 +59,8 @@ type BuildInfo struct {
 	Date time.Time `json:"date"`
 	// BzImageSize is the bzImage size in bytes.
 	BzImageSize int64 `json:"bzimage_size"`
+	// BzImageSHA256 is the bzImage's sha256, checked on every reuse.
+	BzImageSHA256 string `json:"bzimage_sha256,omitempty"`
 	// Objects counts the objects make compiled in this build.
 	Objects int `json:"objects"`
 	// Reuses names the base spec whose build this variant started from, if any.
@@ -122,8 +124,13 @@ func Build(ctx context.Context, spec *Spec, opts Options) (*Artifact, error) {
 		return nil, err
 	}
 	inputHash := b.in.hash()
-	if a, ok := lookupIndex(b.layout, inputHash); ok {
+	a, why := checkIndexed(b.layout, inputHash)
+	if a != nil {
 		return b.hit(a), nil
+	}
+	if why != "" {
+		b.notes = append(b.notes, why+": rebuilt")
+		b.report(PhaseConfig, 0, why+": rebuilding")
 	}
 	tools := buildTools
 	if b.in.hasPatches() {
@@ -145,10 +152,10 @@ func Build(ctx context.Context, spec *Spec, opts Options) (*Artifact, error) {
 		return nil, err
 	}
 	defer unlock()
-	if a, ok := lookupIndex(b.layout, inputHash); ok {
+	if a, _ := checkIndexed(b.layout, inputHash); a != nil {
 		return b.hit(a), nil
 	}
-	a, err := b.build(ctx)
+	a, err = b.build(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +217,7 @@ func (b *builder) build(ctx context.Context) (*Artifact, error) {
 	}
 	key := b.in.key(final)
 	dir := filepath.Join(b.layout.kernelsDir(), b.spec.Name+"-"+key[:16])
-	if a, err := loadArtifact(dir); err == nil {
+	if a, err := loadArtifact(dir); err == nil && a.checkSum() == nil {
 		return b.hit(a), nil
 	}
 	objects, err := m.compile(ctx)

@@ -100,6 +100,12 @@ func fileSum(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// sumBytes returns the hex sha256 of data.
+func sumBytes(data []byte) string {
+	h := sha256.Sum256(data)
+	return hex.EncodeToString(h[:])
+}
+
 // sumString returns the hex sha256 of s.
 func sumString(s string) string {
 	h := sha256.Sum256([]byte(s))
@@ -126,6 +132,9 @@ func writeFileAtomic(path string, data []byte) error {
 		return fmt.Errorf("failed to write %s: %w", path, err)
 	}
 	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -135,9 +144,41 @@ func writeFileAtomic(path string, data []byte) error {
 	if err == nil {
 		err = os.Rename(f.Name(), path)
 	}
+	if err == nil {
+		err = syncDir(dir)
+	}
 	if err != nil {
 		os.Remove(f.Name())
 		return fmt.Errorf("failed to write %s: %w", path, err)
 	}
 	return nil
+}
+
+// writeSynced writes data to a new file at path and fsyncs it.
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// syncDir fsyncs a folder so that the names created or renamed in it last.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

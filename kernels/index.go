@@ -2,7 +2,9 @@ package kernels
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +35,53 @@ type indexEntry struct {
 	Key string `json:"key"`
 }
 
+// checkIndexed is lookupIndex for a build about to reuse the artifact: it
+// also checks the bzImage's sha256 against the build record. When an
+// artifact is recorded but damaged, why says so.
+func checkIndexed(l layout, inputHash string) (a *Artifact, why string) {
+	a, ok := lookupIndex(l, inputHash)
+	if !ok {
+		return nil, damaged(l, inputHash)
+	}
+	if err := a.checkSum(); err != nil {
+		return nil, err.Error()
+	}
+	return a, ""
+}
+
+// checkSum compares the bzImage with the sha256 its build recorded (older
+// records have none). Hashing a 10 MB bzImage takes a few ms, next to a
+// boot of tens of seconds.
+func (a *Artifact) checkSum() error {
+	want := a.Info.BzImageSHA256
+	if want == "" {
+		return nil
+	}
+	got, err := fileSum(a.BzImage)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("cached %s does not match its build record: sha256 %.12s, want %.12s", a.BzImage, got, want)
+	}
+	return nil
+}
+
+// damaged says why the artifact indexed for inputHash fails to load, or ""
+// when there is none or it is simply missing.
+func damaged(l layout, inputHash string) string {
+	data, err := os.ReadFile(filepath.Join(l.indexDir(), inputHash+".json"))
+	var e indexEntry
+	if err != nil || json.Unmarshal(data, &e) != nil || e.Artifact == "" || e.Artifact != filepath.Base(e.Artifact) {
+		return ""
+	}
+	_, err = loadArtifact(filepath.Join(l.kernelsDir(), e.Artifact))
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	return err.Error()
+}
+
 // lookupIndex returns the artifact recorded for an input hash, if it is still complete.
 func lookupIndex(l layout, inputHash string) (*Artifact, bool) {
 	data, err := os.ReadFile(filepath.Join(l.indexDir(), inputHash+".json"))
@@ -56,7 +105,8 @@ func writeIndex(l layout, inputHash string, a *Artifact) error {
 	return writeJSON(filepath.Join(l.indexDir(), inputHash+".json"), e)
 }
 
-// loadArtifact reads a published artifact dir; it fails unless bzImage and build.json exist.
+// loadArtifact reads a published artifact dir; it fails unless bzImage and
+// build.json exist and the bzImage has the size the build recorded.
 func loadArtifact(dir string) (*Artifact, error) {
 	data, err := os.ReadFile(filepath.Join(dir, buildInfoFile))
 	if err != nil {
@@ -67,8 +117,12 @@ func loadArtifact(dir string) (*Artifact, error) {
 		return nil, fmt.Errorf("failed to parse %s: %w", filepath.Join(dir, buildInfoFile), err)
 	}
 	a := newArtifact(dir, info)
-	if _, err := os.Stat(a.BzImage); err != nil {
+	fi, err := os.Stat(a.BzImage)
+	if err != nil {
 		return nil, fmt.Errorf("failed to read artifact: %w", err)
+	}
+	if want := info.BzImageSize; want > 0 && fi.Size() != want {
+		return nil, fmt.Errorf("cached %s is truncated or damaged: %d bytes, build record says %d", a.BzImage, fi.Size(), want)
 	}
 	return a, nil
 }

@@ -118,6 +118,7 @@ func (b *builder) publish(dir, key, work string, final []byte, objects int) (*Ar
 	info := BuildInfo{Spec: b.spec.Name, Key: key, Base: b.spec.Base.Tarball, BaseSHA256: b.in.tarSum,
 		Patches: append([]string{}, b.spec.Patches...), Compiler: b.in.compiler, CC: b.in.cc(),
 		Seconds: time.Since(b.start).Seconds(), Date: time.Now().UTC(), BzImageSize: int64(len(image)),
+		BzImageSHA256: sumBytes(image),
 		Objects: objects}
 	notes := b.notes
 	if !b.in.ccache {
@@ -133,10 +134,10 @@ func (b *builder) publish(dir, key, work string, final []byte, objects int) (*Ar
 	if b.marker != nil {
 		info.PatchResults = b.marker.Results
 	}
-	if err := os.WriteFile(filepath.Join(tmp, bzImageFile), image, 0o644); err != nil {
+	if err := writeSynced(filepath.Join(tmp, bzImageFile), image); err != nil {
 		return nil, fmt.Errorf("failed to write bzImage: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(tmp, configFile), final, 0o644); err != nil {
+	if err := writeSynced(filepath.Join(tmp, configFile), final); err != nil {
 		return nil, fmt.Errorf("failed to write config: %w", err)
 	}
 	if err := writeJSON(filepath.Join(tmp, buildInfoFile), info); err != nil {
@@ -147,7 +148,7 @@ func (b *builder) publish(dir, key, work string, final []byte, objects int) (*Ar
 	for dst, src := range map[string]string{BuiltinFile: "modules.builtin", BuiltinModinfoFile: "modules.builtin.modinfo",
 		ReleaseFile: "include/config/kernel.release"} {
 		if data, err := os.ReadFile(filepath.Join(work, src)); err == nil {
-			if err := os.WriteFile(filepath.Join(tmp, dst), data, 0o644); err != nil {
+			if err := writeSynced(filepath.Join(tmp, dst), data); err != nil {
 				return nil, err
 			}
 		}
@@ -160,6 +161,9 @@ func (b *builder) publish(dir, key, work string, final []byte, objects int) (*Ar
 		return nil, fmt.Errorf("failed to remove stale artifact: %w", err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
+		return nil, fmt.Errorf("failed to publish artifact: %w", err)
+	}
+	if err := syncDir(b.layout.kernelsDir()); err != nil {
 		return nil, fmt.Errorf("failed to publish artifact: %w", err)
 	}
 	return newArtifact(dir, info), nil
