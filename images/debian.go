@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/u-root/u-root/pkg/cpio"
+
+	"napilab/kernels"
 )
 
 // debianFormat versions the Debian image recipe; bump it when Trim or the
@@ -132,7 +134,7 @@ func BuildDebian(ctx context.Context, opts Options, d Debian) (*Rootfs, error) {
 		return nil, err
 	}
 	start := time.Now()
-	tree, err := os.MkdirTemp(dir, ".debootstrap-")
+	tree, err := os.MkdirTemp(dir, kernels.TempPattern(".debootstrap-"))
 	if err != nil {
 		return nil, err
 	}
@@ -149,10 +151,10 @@ func BuildDebian(ctx context.Context, opts Options, d Debian) (*Rootfs, error) {
 	}
 	argv = append(argv, d.Suite, tree, d.Mirror)
 	fmt.Fprintf(log, "$ %s\n", strings.Join(argv, " "))
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("debootstrap %s from %s failed: %w (log: %s)", d.Suite, d.Mirror, err, logPath)
+	tail, err := kernels.RunCommand(ctx, kernels.Command{Argv: argv, Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("debootstrap %s from %s failed: %w (log: %s)\n%s", d.Suite, d.Mirror, err, logPath,
+			strings.Join(tail[max(0, len(tail)-5):], "\n"))
 	}
 	if err := writeManifest(ctx, tree, out.Manifest); err != nil {
 		return nil, err
@@ -307,17 +309,37 @@ func BuildDebianImage(ctx context.Context, opts Options, d Debian, trees []Tree)
 	dir := filepath.Join(opts.CacheDir, "images")
 	img := &Image{Path: filepath.Join(dir, "debian-img-"+hash[:16]+".cpio"), Hash: hash,
 		Size: rootfs.Size + int64(overlay.Len()), AgentSize: int64(len(agent))}
-	if _, err := os.Stat(img.Path); err == nil {
+	if err := publishComposed(ctx, img, rootfs.Path, overlay.Bytes()); err != nil {
+		return nil, nil, err
+	}
+	return img, rootfs, nil
+}
+
+// publishComposed writes img (rootfs then overlay) unless an intact copy is
+// cached, holds it (see Hold) and prunes older composed images, all under
+// the images lock, so that no prune removes it between its making and its hold.
+func publishComposed(ctx context.Context, img *Image, rootfs string, overlay []byte) error {
+	dir := filepath.Dir(img.Path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	unlock, err := kernels.LockFile(ctx, imagesLock(dir))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if fi, err := os.Stat(img.Path); err == nil && fi.Size() == img.Size {
 		img.Cached = true
 		now := time.Now()
 		os.Chtimes(img.Path, now, now) // keep it among the newest
-		return img, rootfs, nil
+	} else if err := concat(img.Path, rootfs, overlay); err != nil {
+		return err
 	}
-	if err := concat(img.Path, rootfs.Path, overlay.Bytes()); err != nil {
-		return nil, nil, err
+	if img.release, err = Hold(img.Path); err != nil {
+		return err
 	}
 	pruneComposed(dir, maxComposed)
-	return img, rootfs, nil
+	return nil
 }
 
 // concat writes the file at first followed by rest to path, atomically.
@@ -334,28 +356,6 @@ func concat(path, first string, rest []byte) error {
 		_, err := w.Write(rest)
 		return err
 	})
-}
-
-// pruneComposed keeps the keep newest composed images in dir.
-func pruneComposed(dir string, keep int) {
-	paths, _ := filepath.Glob(filepath.Join(dir, "debian-img-*.cpio"))
-	if len(paths) <= keep {
-		return
-	}
-	type aged struct {
-		path string
-		mod  time.Time
-	}
-	var all []aged
-	for _, p := range paths {
-		if fi, err := os.Stat(p); err == nil {
-			all = append(all, aged{p, fi.ModTime()})
-		}
-	}
-	slices.SortFunc(all, func(a, b aged) int { return b.mod.Compare(a.mod) })
-	for _, a := range all[min(keep, len(all)):] {
-		os.Remove(a.path)
-	}
 }
 
 // builtinModules writes lib/modules/<release> for a kernel without modules
@@ -403,7 +403,7 @@ func BuildGuestImage(ctx context.Context, opts Options, d Debian, kernelDir, sel
 	if selftestsDir != "" {
 		trees = append(trees, Tree{Dir: selftestsDir, Prefix: KselftestDir})
 	}
-	tmp, err := os.MkdirTemp("", "napilab-modules-")
+	tmp, err := os.MkdirTemp("", kernels.TempPattern("napilab-modules-"))
 	if err != nil {
 		return nil, nil, err
 	}

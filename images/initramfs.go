@@ -19,6 +19,8 @@ import (
 	"strings"
 
 	"github.com/u-root/u-root/pkg/cpio"
+
+	"napilab/kernels"
 )
 
 // AgentPackage is the Go package of the guest agent.
@@ -39,6 +41,18 @@ type Image struct {
 	Size      int64
 	AgentSize int64
 	Cached    bool // true when the cpio was already in the cache
+	// release drops the hold BuildDebianImage takes on a composed image.
+	release func()
+}
+
+// Release drops the hold a composed Debian image comes with (see Hold), so
+// that a later prune may remove it; call it once its runs are done. It is a
+// no-op for other images.
+func (img *Image) Release() {
+	if img.release != nil {
+		img.release()
+		img.release = nil
+	}
 }
 
 // File is one regular file of an initramfs.
@@ -96,7 +110,7 @@ func storeImage(cacheDir, prefix string, data []byte, agentSize int) (*Image, er
 	dir := filepath.Join(cacheDir, "images")
 	img := &Image{Path: filepath.Join(dir, prefix+"-"+hash[:16]+".cpio"), Hash: hash,
 		Size: int64(len(data)), AgentSize: int64(agentSize)}
-	if _, err := os.Stat(img.Path); err == nil {
+	if fi, err := os.Stat(img.Path); err == nil && fi.Size() == img.Size {
 		img.Cached = true
 		return img, nil
 	}
@@ -114,7 +128,7 @@ func BuildAgent(ctx context.Context, moduleDir string) ([]byte, error) {
 			return nil, err
 		}
 	}
-	out, err := os.CreateTemp("", "napilab-agent-*")
+	out, err := os.CreateTemp("", kernels.TempPattern("napilab-agent-"))
 	if err != nil {
 		return nil, err
 	}
@@ -156,17 +170,36 @@ func writeAtomic(path string, data []byte) error {
 // writeFileAtomic writes path through a temp file beside it, renamed into
 // place only when write and close succeeded.
 func writeFileAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), kernels.TempPattern(".tmp-"))
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
 	err = write(tmp)
+	if err == nil {
+		err = tmp.Sync()
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// syncDir fsyncs a folder so that a rename into it lasts.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
