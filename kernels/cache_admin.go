@@ -95,8 +95,9 @@ type Removal struct {
 // build). It removes artifacts that are neither the current build of a spec
 // nor among the Keep newest index entries of one, index entries of removed
 // artifacts, the work dirs and patched sources of specs not in specs,
-// patched sources of older patch series, and leftovers of interrupted
-// builds. Pristine sources, ccache and images stay. Pass every spec in use:
+// patched sources of older patch series, leftovers of interrupted
+// builds, and scratch folders of dead processes (see TempPattern).
+// Pristine sources, ccache and images stay. Pass every spec in use:
 // the work dir of a spec GC is not told about is removed.
 func GC(ctx context.Context, root string, specs []*Spec, opts GCOptions) (removed []Removal, freed int64, err error) {
 	unlock, err := lockCache(ctx, layout{root}.lockFile())
@@ -111,7 +112,7 @@ func GC(ctx context.Context, root string, specs []*Spec, opts GCOptions) (remove
 	}
 	g.current(ctx, specs)
 	g.newest(max(opts.Keep, 1))
-	steps := []func() error{g.artifacts, g.index, g.workDirs, g.sources}
+	steps := []func() error{g.artifacts, g.index, g.workDirs, g.sources, g.temps}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return g.removed, g.freed, err

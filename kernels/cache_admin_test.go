@@ -34,6 +34,7 @@ func fakeArtifact(t *testing.T, l layout, spec, key string, age time.Duration) s
 // gcFixture fills a cache with what GC must keep and what it must remove.
 func gcFixture(t *testing.T) (specs []*Spec, l layout, current string) {
 	t.Helper()
+	t.Setenv("TMPDIR", t.TempDir()) // GC also sweeps os.TempDir()
 	base, variant, l := fakeVariantLab(t)
 	a := publishFake(t, base, l) // the artifact base's current inputs map to ...
 	idx, _ := filepath.Glob(filepath.Join(l.indexDir(), "*.json"))

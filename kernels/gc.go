@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // collector is the state of one GC run.
@@ -242,4 +244,60 @@ func diskUsage(path string) int64 {
 // flavour of one ("stock-6.1.debug.kselftest-net", see Flavoured).
 func (g *collector) inUse(name string) bool {
 	return g.names[name] || g.names[specOf(name)]
+}
+
+// temps removes scratch folders and files left by killed processes: those
+// named by TempPattern whose owner is gone, in the cache's selftests,
+// images and src folders and in os.TempDir(); and unowned "selftests/.tmp-*"
+// and "images/.debootstrap-*" of older versions when no build holds the
+// lock of their folder.
+func (g *collector) temps() error {
+	for _, dir := range []string{filepath.Join(g.l.root, "selftests"), filepath.Join(g.l.root, "images"), g.l.srcDir()} {
+		err := g.each(dir, func(name string) string {
+			if strings.HasPrefix(name, ".") && OwnerGone(name) {
+				return "leftover of " + describePid(name) + ", which is gone"
+			}
+			return ""
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for dir, prefix := range map[string]string{"selftests": ".tmp-", "images": ".debootstrap-"} {
+		dir = filepath.Join(g.l.root, dir)
+		unlock, ok := tryLock(filepath.Join(dir, "lock"))
+		if !ok {
+			continue
+		}
+		err := g.each(dir, func(name string) string {
+			if strings.HasPrefix(name, prefix) && !ownerRe.MatchString(name) {
+				return "leftover of an interrupted build"
+			}
+			return ""
+		})
+		unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return g.each(os.TempDir(), func(name string) string {
+		if strings.HasPrefix(name, "napilab-") && OwnerGone(name) {
+			return "leftover of " + describePid(name) + ", which is gone"
+		}
+		return ""
+	})
+}
+
+// tryLock takes the exclusive flock on path without waiting; ok is false
+// when someone holds it.
+func tryLock(path string) (unlock func(), ok bool) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, false
+	}
+	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+		f.Close()
+		return nil, false
+	}
+	return func() { f.Close() }, true
 }

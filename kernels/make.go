@@ -119,7 +119,7 @@ func (b *builder) publish(dir, key, work string, final []byte, objects int) (*Ar
 		Patches: append([]string{}, b.spec.Patches...), Compiler: b.in.compiler, CC: b.in.cc(),
 		Seconds: time.Since(b.start).Seconds(), Date: time.Now().UTC(), BzImageSize: int64(len(image)),
 		BzImageSHA256: sumBytes(image),
-		Objects: objects}
+		Objects:       objects}
 	notes := b.notes
 	if !b.in.ccache {
 		notes = append(notes, "ccache not found on PATH; built with CC=gcc")

@@ -101,7 +101,7 @@ func BuildSelftests(ctx context.Context, spec *Spec, art *Artifact, opts Options
 		return s, nil
 	}
 	start := time.Now()
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".tmp-")
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), TempPattern(".tmp-"))
 	if err != nil {
 		return nil, err
 	}

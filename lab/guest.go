@@ -28,6 +28,15 @@ type guests struct {
 	log      io.Writer
 	agent    *images.Image // the agent-only image, built on first use
 	cache    map[string]guest
+	held     []*images.Image // Debian images held until the runs are done
+}
+
+// release drops the holds on the Debian images built, letting prunes remove them.
+func (gs *guests) release() {
+	for _, img := range gs.held {
+		img.Release()
+	}
+	gs.held = nil
 }
 
 // guest is a built kernel and image: the run configuration they give and
@@ -116,6 +125,7 @@ func (gs *guests) debian(ctx context.Context, kpath string, spec *kernels.Spec, 
 	if err != nil {
 		return guest{}, err
 	}
+	gs.held = append(gs.held, img)
 	fmt.Fprintf(gs.log, "debian image: %s in %.1fs, %d MB (rootfs %s)\n", cachedWord(img.Cached && rootfs.Cached),
 		time.Since(start).Seconds(), img.Size>>20, rootfs.Path)
 	gu := guest{cfg: guestConfig(kpath, spec, kern, img)}

@@ -115,6 +115,7 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
 	gs := newGuests(g, o.makeJobs, stderr)
+	defer gs.release()
 	var err error
 	if gs.flavour, err = kernels.ParseFlavour(o.flavour); err != nil {
 		return err

@@ -123,7 +123,7 @@ func (e *ApplyError) Error() string {
 // failures to run the check, not for patches that do not apply.
 func Check(ctx context.Context, s *Series, tree string) ([]Result, error) {
 	tree = filepath.Clean(tree)
-	scratch, err := os.MkdirTemp(filepath.Dir(tree), ".napilab-check-")
+	scratch, err := os.MkdirTemp(filepath.Dir(tree), fmt.Sprintf(".napilab-check-pid%d-*", os.Getpid())) // see kernels.TempPattern
 	if err != nil {
 		return nil, fmt.Errorf("failed to create scratch copy: %w", err)
 	}

@@ -18,7 +18,9 @@ import (
 	"strings"
 	"time"
 
+	"napilab/images"
 	"napilab/images/wire"
+	"napilab/kernels"
 	"napilab/results"
 	"napilab/scenarios"
 )
@@ -129,11 +131,15 @@ func (r *run) do(ctx context.Context) error {
 		return &infraError{err}
 	}
 	r.res.Accel = accel
-	sockDir, err := os.MkdirTemp("", "napilab-")
+	sockDir, err := os.MkdirTemp("", kernels.TempPattern("napilab-sock-"))
 	if err != nil {
 		return infra("failed to create a socket folder: %w", err)
 	}
 	defer os.RemoveAll(sockDir)
+	// No prune removes the image while this run boots it.
+	if release, err := images.Hold(r.cfg.Initramfs); err == nil {
+		defer release()
+	}
 
 	var taps []TapSpec
 	for i, n := range r.s.Topology.NICs {
