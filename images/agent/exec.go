@@ -58,15 +58,17 @@ func (a *agent) exec(x wire.Exec) (*wire.ExecResult, error) {
 	cmd.Cancel = func() error { return unix.Kill(-cmd.Process.Pid, unix.SIGKILL) }
 	cmd.WaitDelay = execWaitDelay
 	// The child is forked from the locked thread and so starts in its netns.
-	if err := a.ns.in(x.Netns, cmd.Start); err != nil {
+	if err := a.ns.in(x.Netns, func() error { return kids.start(cmd, cmd.Start) }); err != nil {
 		if cmd.Process == nil {
 			return nil, fmt.Errorf("exec %s: %w", x.Argv[0], err)
 		}
 		cancel() // started, but the thread could not leave the netns
 		cmd.Wait()
+		kids.done(cmd)
 		return nil, fmt.Errorf("exec %s: %w", x.Argv[0], err)
 	}
 	werr := cmd.Wait()
+	kids.done(cmd)
 	res := &wire.ExecResult{ExitCode: -1, Stdout: stdout.String(), Stderr: stderr.String()}
 	if cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()

@@ -33,6 +33,7 @@ func main() {
 			}
 		}
 		unix.Sethostname([]byte("napilab"))
+		go kids.reapLoop() // as init: orphans are ours to reap
 	}
 	port, err := openPort()
 	if err != nil {

@@ -43,7 +43,12 @@ func serveShell() {
 		cmd.Dir = "/tmp"
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 		logf("shell on ttyS0 (agent still serving); poweroff with: echo o > /proc/sysrq-trigger")
-		if err := cmd.Run(); err != nil {
+		err = kids.start(cmd, cmd.Start)
+		if err == nil {
+			err = cmd.Wait()
+			kids.done(cmd)
+		}
+		if err != nil {
 			logf("shell: %v", err)
 		}
 		tty.Close()
