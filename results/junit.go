@@ -30,9 +30,9 @@ type junitCase struct {
 	Skipped   *junitMessage `xml:"skipped,omitempty"`
 	// Flaky are failed attempts before a pass (Maven Surefire's rerun
 	// report, which Jenkins and GitLab read).
-	Flaky []junitMessage `xml:"flakyFailure,omitempty"`
-	Time      float64       `xml:"time,attr,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
+	Flaky     []junitMessage `xml:"flakyFailure,omitempty"`
+	Time      float64        `xml:"time,attr,omitempty"`
+	SystemOut string         `xml:"system-out,omitempty"`
 }
 
 type junitMessage struct {
