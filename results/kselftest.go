@@ -227,6 +227,9 @@ func (k Kselftest) ReasonLine() string {
 	if n := k.Counts(); n[KFail] > 0 {
 		s += fmt.Sprintf(", %d of %d subtests failed", n[KFail], len(k.Subtests))
 	}
+	if len(k.Attempts) > 1 {
+		s += fmt.Sprintf(", on each of %d attempts", len(k.Attempts))
+	}
 	return s
 }
 

@@ -58,7 +58,7 @@ func (t *timeline) kselftest(ctx context.Context, st *scenarios.Step, name strin
 		if i == 0 || a.Status == results.KPass || a.Status == results.KXfail {
 			k = a // the first failure stands unless a retry passes
 		}
-		if !retryable(a) {
+		if !retryable(a) || i == retries {
 			break
 		}
 		t.logf("kselftest %s: %s, attempt %d of %d", name, a.Status, i+2, retries+1)

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,6 +90,9 @@ func TestKselftestRetry(t *testing.T) {
 				if a.File != want || err != nil || !strings.Contains(string(b), "selftests: net: x.sh") {
 					t.Errorf("attempt %d: file %q (want %q): %v %q", i+1, a.File, want, err, b)
 				}
+			}
+			if tc.failed && !tc.flaky && tc.attempts > 1 && !strings.Contains(k.ReasonLine(), fmt.Sprintf("on each of %d attempts", tc.attempts)) {
+				t.Errorf("reason %q does not count the attempts", k.ReasonLine())
 			}
 			if tc.flaky && !strings.Contains(k.FlakyLine(), "fail exit=1, then pass") {
 				t.Errorf("flaky line %q", k.FlakyLine())
