@@ -32,6 +32,7 @@ type runOptions struct {
 	flavour   string
 	// kselftestTimeout caps each kselftest's timeout (0: its collection's settings).
 	kselftestTimeout time.Duration
+	flakes           flakeOptions
 }
 
 func newRunCmd(g *globalOptions) *cobra.Command {
@@ -62,6 +63,7 @@ folders with lab results merge). Every run folder holds replay.json for lab repr
 	cmd.Flags().StringVar(&o.shard, "shard", "", "run only shard K/N of the matrix, e.g. 2/4")
 	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "print the runner's progress (boot, steps, kselftests)")
 	cmd.Flags().StringVar(&o.flavour, "flavour", "", flavourUsage)
+	addFlakeFlags(cmd, &o.flakes)
 	return cmd
 }
 
@@ -120,6 +122,9 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 	if gs.flavour, err = kernels.ParseFlavour(o.flavour); err != nil {
 		return err
 	}
+	if err := o.flakes.check(cmd, o.repeat > 1 || o.untilFail); err != nil {
+		return err
+	}
 	var jobs []runner.Job
 	memory := 0
 	stamp := time.Now().Format("20060102-150405")
@@ -161,7 +166,9 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 				}
 				cfg.Scenario, cfg.Accel, cfg.Params, cfg.NoPolls = s, o.accel, params, o.noPolls
 				cfg.OutDir = filepath.Join(o.out, fmt.Sprintf("%s-%s", stamp, strings.NewReplacer("@", "-", "#", "-").Replace(name)))
-				jobs = append(jobs, runner.Job{Name: name, Group: group, Estimate: s.Estimate(), Cfg: cfg})
+				j := runner.Job{Name: name, Group: group, Estimate: s.Estimate(), Cfg: cfg}
+				o.flakes.apply(&j)
+				jobs = append(jobs, j)
 			}
 		}
 	}
@@ -173,7 +180,7 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 	groups := map[string][]*results.Result{}
 	worst := results.Pass
 	runner.RunBatch(ctx, jobs, parallel, o.untilFail, func(j runner.Job, r *results.Result) {
-		printVerdict(out, r, j.Cfg.OutDir)
+		printVerdict(out, r, runDir(j, r))
 		groups[j.Group] = append(groups[j.Group], r)
 		if r.Verdict.ExitCode() > worst.ExitCode() {
 			worst = r.Verdict
@@ -271,6 +278,9 @@ func printVerdict(w io.Writer, r *results.Result, dir string) {
 	}
 	for _, k := range r.Kselftests {
 		mark := k.Status
+		if k.Flaky() {
+			mark = "flaky"
+		}
 		if k.Failed() {
 			mark = strings.ToUpper(mark)
 			shown[k.ReasonLine()] = true
@@ -306,5 +316,6 @@ func printVerdict(w io.Writer, r *results.Result, dir string) {
 			fmt.Fprintf(w, "  %s\n", reason)
 		}
 	}
+	printFlaky(w, r)
 	fmt.Fprintf(w, "  run folder: %s\n", dir)
 }

@@ -56,6 +56,7 @@ func (r *Result) Title() string {
 // Flakes summarises repeated runs of one scenario on one kernel.
 type Flakes struct {
 	Runs, Fails, Errors int
+	Flaky               int            // runs that passed only on a retry (or with a flaky kselftest)
 	Rate, Lo, Hi        float64        // FAIL rate and its Wilson 95% interval (ERRORs left out)
 	Titles              map[string]int // failure title -> count
 }
@@ -72,6 +73,9 @@ func SummariseFlakes(rs []*Result) Flakes {
 			f.Fails++
 			f.Titles[r.Title()]++
 		}
+		if len(r.FlakyLines()) > 0 {
+			f.Flaky++
+		}
 		f.Runs++
 	}
 	if f.Runs > 0 {
@@ -84,6 +88,9 @@ func SummariseFlakes(rs []*Result) Flakes {
 // String is one line: "3/20 failed (15%, 95% CI 5.2%-36%)".
 func (f Flakes) String() string {
 	s := fmt.Sprintf("%d/%d failed (%.0f%%, Wilson 95%% interval %.1f%%-%.1f%%)", f.Fails, f.Runs, 100*f.Rate, 100*f.Lo, 100*f.Hi)
+	if f.Flaky > 0 {
+		s += fmt.Sprintf(", %d flaky (passed on retry)", f.Flaky)
+	}
 	if f.Errors > 0 {
 		s += fmt.Sprintf(", %d lab errors not counted", f.Errors)
 	}

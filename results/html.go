@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -207,6 +208,7 @@ var repFuncs = template.FuncMap{
 	"ksummary": KselftestSummary,
 	"ksubs":    SubtestSummary,
 	"join":     strings.Join,
+	"base":     filepath.Base,
 	"inc":      func(i int) int { return i + 1 },
 	"short": func(s string) string {
 		if len(s) > 16 {
@@ -227,6 +229,9 @@ var runPage = template.Must(template.New("run").Funcs(repFuncs).Parse(`<!DOCTYPE
 <div class="banner {{$r.Verdict}}">
 {{- if $r.Reasons}}<ul>{{range $r.Reasons}}<li>{{.}}</li>{{end}}</ul>
 {{- else}}every assertion held ({{.Passed}} of {{len $r.Asserts}}), no splat{{end}}
+{{- with $r.FlakyLines}}<ul class="flaky">{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{- with $r.RetryOf}}<p>retry of <a href="../{{base .Dir}}/report.html">{{.Dir}}</a></p>{{end}}
+{{- with $r.RetriedIn}}<p>retried in <a href="../{{base .}}/report.html">{{.}}</a></p>{{end}}
 </div>
 <table class="facts">
 <tr><th>kernel</th><td>{{$r.Kernel.Spec}} · release {{if $r.Kernel.Release}}{{$r.Kernel.Release}}{{else}}unknown{{end}} · key <code title="{{$r.Kernel.Key}}">{{short $r.Kernel.Key}}</code></td></tr>
@@ -259,8 +264,8 @@ var runPage = template.Must(template.New("run").Funcs(repFuncs).Parse(`<!DOCTYPE
 <h2>Kselftests <span class="small">{{ksummary $r.Kselftests}}</span></h2>
 <table><tr><th>test</th><th>result</th><th>reason</th><th>subtests</th><th>time</th></tr>
 {{- range $r.Kselftests}}
-<tr{{if .Failed}} class="fail"{{end}}><td>{{.Name}}</td><td>{{if .Failed}}<span class="bad">{{.Status}}</span>{{else if eq .Status "pass"}}<span class="ok">pass</span>{{else}}{{.Status}}{{end}}</td>
-<td>{{.Reason}}</td><td>{{with .Subtests}}{{ksubs .}}{{end}}</td><td class="num">{{secs .Seconds}}</td></tr>
+<tr{{if .Failed}} class="fail"{{end}}><td>{{.Name}}</td><td>{{if .Flaky}}<span class="bad">flaky</span>{{else if .Failed}}<span class="bad">{{.Status}}</span>{{else if eq .Status "pass"}}<span class="ok">pass</span>{{else}}{{.Status}}{{end}}</td>
+<td>{{.Reason}}{{if .Flaky}}<div class="small">{{.FlakyLine}}</div>{{end}}{{with .Attempts}}<div class="small">attempts:{{range $i, $a := .}} <a href="{{$a.File}}">{{inc $i}}: {{$a.Status}}</a>{{end}}</div>{{end}}</td><td>{{with .Subtests}}{{ksubs .}}{{end}}</td><td class="num">{{secs .Seconds}}</td></tr>
 {{- if .Output}}<tr><td colspan="5"><details{{if .Failed}} open="open"{{end}}><summary class="small">output</summary><pre>{{.Output}}</pre></details></td></tr>{{end}}
 {{- end}}
 </table>

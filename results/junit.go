@@ -28,8 +28,11 @@ type junitCase struct {
 	Failure   *junitMessage `xml:"failure,omitempty"`
 	Error     *junitMessage `xml:"error,omitempty"`
 	Skipped   *junitMessage `xml:"skipped,omitempty"`
-	Time      float64       `xml:"time,attr,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
+	// Flaky are failed attempts before a pass (Maven Surefire's rerun
+	// report, which Jenkins and GitLab read).
+	Flaky     []junitMessage `xml:"flakyFailure,omitempty"`
+	Time      float64        `xml:"time,attr,omitempty"`
+	SystemOut string         `xml:"system-out,omitempty"`
 }
 
 type junitMessage struct {
@@ -73,6 +76,9 @@ func (r *Result) junitSuite() junitSuite {
 		if !a.Passed {
 			c.Failure = &junitMessage{Message: fmt.Sprintf("%s: measured %s, want %s", a.Name, a.Measured, a.Bound), Body: a.Detail}
 		}
+		if first, ok := r.RetryOf.failedFirst(a.Name); ok {
+			c.Flaky = append(c.Flaky, junitMessage{Message: first.Reason(), Body: "in " + r.RetryOf.Dir})
+		}
 		s.Cases = append(s.Cases, c)
 	}
 	for _, k := range r.Kselftests {
@@ -84,6 +90,11 @@ func (r *Result) junitSuite() junitSuite {
 		case k.Failed():
 			c.Failure = &junitMessage{Message: k.ReasonLine(), Body: k.Output}
 			c.SystemOut = "" // the failure's body has it
+		}
+		if k.Flaky() {
+			for _, at := range k.Attempts[:len(k.Attempts)-1] {
+				c.Flaky = append(c.Flaky, junitMessage{Message: strings.TrimSpace(at.Status + " " + at.Reason), Body: "output: " + at.File})
+			}
 		}
 		s.Cases = append(s.Cases, c)
 		// A harness test's own results, one case each (kselftest.net.tun).

@@ -129,6 +129,7 @@ func (r *Result) kcidb() kcidbData {
 		Misc: kcidbMisc("accel", r.Accel, "qemu", r.QEMU, "image", r.Image)}
 	whole.Misc = kcidbMisc("scenario_file", r.ScenarioFile, "seed", r.Seed, "params", r.Params,
 		"reasons", r.Reasons, "splats", splats, "figures", figures,
+		"flaky", r.Flaky, "retry_of", retryDir(r.RetryOf), "retried_in", r.RetriedIn,
 		"timings", map[string]any{"boot": r.Timings.Boot, "timeline": r.Timings.Timeline, "total": r.Timings.Total})
 	d.Tests = append(d.Tests, whole)
 
@@ -139,6 +140,13 @@ func (r *Result) kcidb() kcidbData {
 		d.Tests = append(d.Tests, t)
 	}
 	return d
+}
+
+func retryDir(r *Retry) string {
+	if r == nil {
+		return ""
+	}
+	return r.Dir
 }
 
 func kcidbStatus(v Verdict) string {
@@ -172,6 +180,10 @@ func kcidbMisc(kv ...any) map[string]any {
 			}
 		case map[string]any:
 			if len(x) == 0 {
+				continue
+			}
+		case bool:
+			if !x {
 				continue
 			}
 		case nil:

@@ -34,11 +34,19 @@ type Kselftest struct {
 	// Output is what the test printed, without the runner's "# " prefix
 	// (first and last 128 KiB).
 	Output string `json:"output,omitempty"`
+	// Attempts are the test's runs when it was retried, in order; the
+	// status above is the last one's.
+	Attempts []Attempt `json:"attempts,omitempty"`
+	// KnownFlaky is the known-flaky list's reason for the test, if listed.
+	KnownFlaky string `json:"known_flaky,omitempty"`
+	// Strict counts a flaky test as a failure (lab --strict).
+	Strict bool `json:"strict,omitempty"`
 }
 
-// Failed reports whether the test counts against the run.
+// Failed reports whether the test counts against the run: it failed on
+// every attempt, or it was flaky in a strict run.
 func (k Kselftest) Failed() bool {
-	return k.Status == KFail || k.Status == KTimeout || k.Status == KError
+	return isFailStatus(k.Status) || k.Strict && k.Flaky()
 }
 
 // Counts sums subtests by status.
@@ -182,10 +190,18 @@ func kselftestName(s string) string {
 // KselftestSummary counts tests by status, e.g. "3 pass, 1 skip".
 func KselftestSummary(ks []Kselftest) string {
 	n := map[string]int{}
+	flaky := 0
 	for _, k := range ks {
 		n[k.Status]++
+		if k.Flaky() {
+			flaky++
+		}
 	}
-	return statusSummary(n)
+	s := statusSummary(n)
+	if flaky > 0 {
+		s += fmt.Sprintf(" (%d flaky: passed on retry)", flaky)
+	}
+	return s
 }
 
 // statusSummary writes counts by status in a fixed order, e.g. "3 pass, 1 skip".
@@ -201,12 +217,18 @@ func statusSummary(n map[string]int) string {
 
 // ReasonLine is how a failed kselftest reads among a result's Reasons.
 func (k Kselftest) ReasonLine() string {
+	if k.Flaky() {
+		return k.FlakyLine()
+	}
 	s := fmt.Sprintf("kselftest %s: %s", k.Name, k.Status)
 	if k.Reason != "" {
 		s += " (" + k.Reason + ")"
 	}
 	if n := k.Counts(); n[KFail] > 0 {
 		s += fmt.Sprintf(", %d of %d subtests failed", n[KFail], len(k.Subtests))
+	}
+	if len(k.Attempts) > 1 {
+		s += fmt.Sprintf(", on each of %d attempts", len(k.Attempts))
 	}
 	return s
 }

@@ -50,6 +50,15 @@ func (r *Result) WriteKTAP(w io.Writer) error {
 	for _, reason := range r.Reasons {
 		ktapDiag(bw, "reason: "+reason)
 	}
+	if r.Flaky && r.RetryOf != nil {
+		ktapDiag(bw, "flaky: passed on retry; failed only on timing-only assertions in "+r.RetryOf.Dir)
+	}
+	if r.RetryOf != nil {
+		ktapDiag(bw, "retry of "+r.RetryOf.Dir)
+	}
+	if r.RetriedIn != "" {
+		ktapDiag(bw, "retried in "+r.RetriedIn)
+	}
 	for _, s := range r.Splats {
 		d := fmt.Sprintf("splat: %s (%s", s.Title, s.Where())
 		if s.Allowed != "" {
@@ -108,7 +117,11 @@ func (r *Result) repCases() []repCase {
 	}
 	for _, a := range r.Asserts {
 		c := repCase{name: a.Name, status: "PASS",
-			misc: kcidbMisc("kind", a.Kind, "line", a.Line, "measured", a.Measured, "bound", a.Bound, "detail", a.Detail)}
+			misc: kcidbMisc("kind", a.Kind, "line", a.Line, "measured", a.Measured, "bound", a.Bound, "detail", a.Detail, "timing_only", a.TimingOnly)}
+		if first, ok := r.RetryOf.failedFirst(a.Name); ok {
+			c.diag = append(c.diag, "flaky: failed in "+r.RetryOf.Dir+": "+first.Reason())
+			c.misc = addMisc(c.misc, "flaky", true)
+		}
 		if !a.Passed {
 			c.status = "FAIL"
 			c.reason = fmt.Sprintf("measured %s, want %s", a.Measured, a.Bound)
@@ -129,7 +142,14 @@ func (r *Result) repCases() []repCase {
 	}
 	for _, k := range r.Kselftests {
 		c := repCase{name: "kselftest " + k.Name, status: "PASS", reason: k.Reason,
-			misc: kcidbMisc("step", k.Step, "seconds", k.Seconds, "status", k.Status)}
+			misc: kcidbMisc("step", k.Step, "seconds", k.Seconds, "status", k.Status, "known_flaky", k.KnownFlaky)}
+		if k.Flaky() {
+			c.diag = append(c.diag, k.FlakyLine())
+			for i, at := range k.Attempts {
+				c.diag = append(c.diag, fmt.Sprintf("attempt %d: %s, output %s", i+1, strings.TrimSpace(at.Status+" "+at.Reason), repDash(at.File)))
+			}
+			c.misc = addMisc(addMisc(c.misc, "flaky", true), "attempts", k.Attempts)
+		}
 		switch {
 		case k.Status == KSkip:
 			c.status = "SKIP"
@@ -146,6 +166,15 @@ func (r *Result) repCases() []repCase {
 		cases = append(cases, c)
 	}
 	return cases
+}
+
+// addMisc sets key in m, making m if need be.
+func addMisc(m map[string]any, key string, v any) map[string]any {
+	if m == nil {
+		m = map[string]any{}
+	}
+	m[key] = v
+	return m
 }
 
 // tail is the last n bytes of s.

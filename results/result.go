@@ -68,6 +68,13 @@ type Result struct {
 	// Devices are the guest's network devices after setup and at the end.
 	Devices     map[string][]Device `json:"devices,omitempty"`
 	ConsoleTail string              `json:"console_tail,omitempty"`
+	// Flaky says the run passed where the run it retried (RetryOf) failed
+	// on timing-only assertions.
+	Flaky bool `json:"flaky,omitempty"`
+	// RetryOf is the failed run this run repeated; RetriedIn is the folder
+	// of this run's own retry.
+	RetryOf   *Retry `json:"retry_of,omitempty"`
+	RetriedIn string `json:"retried_in,omitempty"`
 }
 
 // Injection is one race-widening probe of a run.
@@ -118,6 +125,10 @@ type Assert struct {
 	// Unmeasured marks an assertion the lab could not evaluate (no samples
 	// in its window, a source that failed): its failure is the lab's, an ERROR.
 	Unmeasured bool `json:"unmeasured,omitempty"`
+	// TimingOnly marks an assertion a starved host can fail with a sound
+	// kernel (scenarios.Assert.TimingOnly): a run failing only on such
+	// assertions runs once more.
+	TimingOnly bool `json:"timing_only,omitempty"`
 }
 
 // Reason is how a failed assertion reads among a result's Reasons.

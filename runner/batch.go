@@ -17,6 +17,9 @@ type Job struct {
 	Group    string // runs that repeat the same thing share a group
 	Cfg      Config
 	Estimate time.Duration // expected wall time, for longest-first order
+	// RetryTiming runs a FAIL on timing-only assertions alone once more
+	// (runJob).
+	RetryTiming bool
 }
 
 // Shard keeps the jobs of shard k of n (1-based): a job belongs to the
@@ -76,7 +79,7 @@ func RunBatch(ctx context.Context, jobs []Job, parallel int, untilFail bool, eac
 		go func(j Job) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			r := Run(ctx, j.Cfg)
+			r := runJob(ctx, j, Run)
 			mu.Lock()
 			defer mu.Unlock()
 			out = append(out, r)

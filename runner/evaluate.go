@@ -19,6 +19,12 @@ func assertName(a *scenarios.Assert, def string) string {
 
 // evaluate checks one assertion against what the timeline recorded.
 func (t *timeline) evaluate(a *scenarios.Assert) results.Assert {
+	r := t.evalKind(a)
+	r.TimingOnly = a.TimingOnly()
+	return r
+}
+
+func (t *timeline) evalKind(a *scenarios.Assert) results.Assert {
 	switch {
 	case a.During != nil:
 		return t.evalDuring(a, results.Assert{Name: assertName(a, defaultName(a)), Kind: kindOf(a), Line: a.Pos.Line})

@@ -53,6 +53,14 @@ type Config struct {
 	NoPolls bool
 	// Logf receives one-line progress messages; nil = silent.
 	Logf func(format string, args ...any)
+	// KselftestRetries is how many times a failed kselftest runs again in
+	// the same guest (known-flaky tests may get more); 0 = none.
+	KselftestRetries int
+	// Strict counts a flake (a kselftest or a run that passed on retry) as
+	// a failure.
+	Strict bool
+	// kselftestHook lets tests change a kselftest attempt's command.
+	kselftestHook func(name string, attempt int, x *wire.Exec)
 }
 
 // Boot and shutdown limits under TCG; KVM divides them by kvmSpeedup.
@@ -221,6 +229,7 @@ func (r *run) do(ctx context.Context) error {
 	r.tl = newTimeline(r.s, seed, r.ctl, r.host, r.cfg.Logf)
 	r.tl.ksTimeouts, r.tl.outDir, r.tl.slow = r.cfg.KselftestTimeouts, r.cfg.OutDir, r.res.Accel == "tcg"
 	r.tl.noPolls = r.cfg.NoPolls && !r.s.NeedsPolls()
+	r.tl.ksRetries, r.tl.strict, r.tl.kernelSpec, r.tl.ksHook = r.cfg.KselftestRetries, r.cfg.Strict, r.cfg.Kernel.Spec, r.cfg.kselftestHook
 	err = r.tl.run(ctx)
 	r.res.Timings.Timeline = r.tl.elapsed()
 	var hang *hangError

@@ -62,12 +62,17 @@ type timeline struct {
 	final   float64    // host time of the snapshot after the timeline, 0 if none
 	rng     *rand.Rand // jitter, seeded from the scenario (guarded by mu)
 
-	ksTimeouts map[string]time.Duration     // per-test timeout by kselftest collection
-	outDir     string                       // the run folder: kselftests/<test>.log, exec/<line>-<run>.log
-	slow       bool                         // an emulated CPU (TCG): tests may relax timing
-	noPolls    bool                         // no who-polled sampling unless an assertion needs it
-	kselftests []results.Kselftest          // guarded by mu
-	execLogs   map[*scenarios.Step]*execLog // exec steps' outputs, guarded by mu
+	ksTimeouts map[string]time.Duration                     // per-test timeout by kselftest collection
+	outDir     string                                       // the run folder: kselftests/<test>.log, exec/<line>-<run>.log
+	slow       bool                                         // an emulated CPU (TCG): tests may relax timing
+	noPolls    bool                                         // no who-polled sampling unless an assertion needs it
+	kselftests []results.Kselftest                          // guarded by mu
+	ksRetries  int                                          // attempts after a failed kselftest's first
+	knownFlaky []knownFlaky                                 // known-flaky.yaml
+	kernelSpec string                                       // the kernel's spec name, for knownFlaky
+	strict     bool                                         // flaky kselftests count as failures
+	ksHook     func(name string, attempt int, x *wire.Exec) // tests: change an attempt's command
+	execLogs   map[*scenarios.Step]*execLog                 // exec steps' outputs, guarded by mu
 }
 
 // iteration is one repetition of a step's action, in seconds since the
@@ -108,7 +113,7 @@ type loadResult struct {
 func newTimeline(s *scenarios.Scenario, seed int64, ctl *control, host *hostNet, logf func(string, ...any)) *timeline {
 	return &timeline{s: s, ctl: ctl, host: host, logf: logf, rng: rand.New(rand.NewPCG(uint64(seed), 0x6e617069)),
 		loads: map[string]*activeLoad{}, stats: map[string]*loadResult{}, iters: map[*scenarios.Step][]iteration{},
-		edges: planEdges(s)}
+		edges: planEdges(s), knownFlaky: shippedKnownFlaky}
 }
 
 // jitter returns a random extra delay in [0, max).
@@ -311,7 +316,7 @@ func (t *timeline) repeatUntil(ctx context.Context, st *scenarios.Step, name str
 		// that cannot even report that is hung.
 		deadline = 0
 		for _, name := range st.Kselftest {
-			deadline += t.kselftestTimeout(name) + kselftestSlack
+			deadline += t.kselftestBudget(name)
 		}
 	}
 	begin := time.Now()

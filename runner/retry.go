@@ -1,0 +1,43 @@
+package runner
+
+import (
+	"context"
+
+	"napilab/results"
+)
+
+// RetryDir is the run folder of dir's retry.
+func RetryDir(dir string) string { return dir + "-retry" }
+
+// runJob runs j with run (Run outside tests). A run that FAILed only on
+// timing-only assertions (results.Result.TimingOnlyFailure) runs once more
+// on the same kernel into RetryDir, when j.RetryTiming: a pass there is
+// flaky, not a FAIL, unless j.Cfg.Strict. Both run folders stay, each
+// result linking the other. The result returned stands for the job.
+func runJob(ctx context.Context, j Job, run func(context.Context, Config) *results.Result) *results.Result {
+	first := run(ctx, j.Cfg)
+	if !j.RetryTiming || ctx.Err() != nil || !first.TimingOnlyFailure() {
+		return first
+	}
+	cfg := j.Cfg
+	cfg.OutDir = RetryDir(j.Cfg.OutDir)
+	if cfg.Logf != nil {
+		cfg.Logf("FAIL on timing-only assertions alone: running %s once more into %s", j.Name, cfg.OutDir)
+	}
+	retry := run(ctx, cfg)
+	out := results.Retried(first, j.Cfg.OutDir, retry, cfg.OutDir, j.Cfg.Strict)
+	// Both folders' reports now carry the links (and the retry its flake).
+	for _, w := range []struct {
+		r   *results.Result
+		dir string
+	}{{first, j.Cfg.OutDir}, {retry, cfg.OutDir}} {
+		err := w.r.Write(w.dir)
+		if err == nil {
+			err = w.r.WriteReports(w.dir)
+		}
+		if err != nil && out.Verdict != results.Error {
+			out.Verdict, out.Reasons = results.Error, append(out.Reasons, err.Error())
+		}
+	}
+	return out
+}
