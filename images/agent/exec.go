@@ -59,12 +59,12 @@ func (a *agent) exec(x wire.Exec) (*wire.ExecResult, error) {
 	cmd.WaitDelay = execWaitDelay
 	// The child is forked from the locked thread and so starts in its netns.
 	if err := a.ns.in(x.Netns, cmd.Start); err != nil {
-		if cmd.Process == nil {
-			return nil, fmt.Errorf("exec %s: %w", x.Argv[0], err)
+		// Not the program's doing: an agent fault (%v drops the errno).
+		if cmd.Process != nil {
+			cancel() // started, but the thread could not leave the netns
+			cmd.Wait()
 		}
-		cancel() // started, but the thread could not leave the netns
-		cmd.Wait()
-		return nil, fmt.Errorf("exec %s: %w", x.Argv[0], err)
+		return nil, fmt.Errorf("exec %s: %v", x.Argv[0], err)
 	}
 	werr := cmd.Wait()
 	res := &wire.ExecResult{ExitCode: -1, Stdout: stdout.String(), Stderr: stderr.String()}
@@ -74,11 +74,11 @@ func (a *agent) exec(x wire.Exec) (*wire.ExecResult, error) {
 	var exitErr *exec.ExitError
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
-		return res, fmt.Errorf("exec %s: killed after %v", x.Argv[0], timeout)
+		return res, timeoutError{fmt.Errorf("exec %s: killed after %v", x.Argv[0], timeout)}
 	case werr == nil, errors.As(werr, &exitErr), errors.Is(werr, exec.ErrWaitDelay):
 		return res, nil
 	}
-	return res, fmt.Errorf("exec %s: %w", x.Argv[0], werr)
+	return res, fmt.Errorf("exec %s: %v", x.Argv[0], werr)
 }
 
 // searchPath is PATH, or defaultPath when it is unset.
