@@ -223,14 +223,14 @@ func (r *run) do(ctx context.Context) error {
 	var hang *hangError
 	if errors.As(err, &hang) {
 		// Evidence comes from the live guest, before anything is torn down.
-		r.hangEvidence(hang)
+		r.hangEvidence(ctx, hang)
 	}
 	if err != nil {
 		return err
 	}
 	r.kmemleakScan(ctx)
 	r.snapshotDevices(ctx, "at end")
-	r.shutdown(accel)
+	r.shutdown(ctx, accel)
 	return nil
 }
 
@@ -360,7 +360,7 @@ func (r *run) setup(ctx context.Context) error {
 	if err := r.ctl.call(sctx, wire.OpSetup, t, nil); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			h := &hangError{step: setupStep, deadline: limit}
-			r.hangEvidence(h)
+			r.hangEvidence(ctx, h)
 			return h
 		}
 		return fmt.Errorf("topology setup failed: %w", err)
@@ -369,14 +369,19 @@ func (r *run) setup(ctx context.Context) error {
 }
 
 // shutdown asks the agent to power off and waits for QEMU, reading late
-// console output on the way.
-func (r *run) shutdown(accel string) {
+// console output on the way, for shutdownTimeout or until the run is
+// aborted; then QEMU is killed.
+func (r *run) shutdown(ctx context.Context, accel string) {
 	limit := shutdownTimeout
 	if accel == "kvm" {
 		limit /= kvmSpeedup
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	ctx, cancel := cleanupCtx(ctx, limit)
 	defer cancel()
 	r.ctl.call(ctx, wire.OpPoweroff, nil, nil)
-	r.vm.stop(limit)
+	select {
+	case <-r.vm.done:
+	case <-ctx.Done():
+	}
+	r.vm.stop(0)
 }

@@ -151,13 +151,20 @@ func (t *timeline) run(ctx context.Context) error {
 	wg.Wait()
 	var hang *hangError
 	if !errors.As(err, &hang) {
-		// Stop what the timeline left running and take the final snapshot.
+		// Stop what the timeline left running and take the final
+		// snapshot, each under its own deadline: after a failed step or
+		// an interrupt the guest may not answer.
 		for _, name := range t.running() {
-			if serr := t.stopLoad(ctx, name); serr != nil && err == nil {
+			cctx, cancel := cleanupCtx(ctx, cleanupTimeout)
+			serr := t.stopLoad(cctx, name)
+			cancel()
+			if serr != nil && err == nil {
 				err = serr
 			}
 		}
-		t.final = t.snapshot(ctx, metricsGroup, t.metricSources())
+		cctx, cancel := cleanupCtx(ctx, cleanupTimeout)
+		t.final = t.snapshot(cctx, metricsGroup, t.metricSources())
+		cancel()
 	}
 	// The guest may be stuck: host senders stop here whatever happened.
 	t.mu.Lock()

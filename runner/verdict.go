@@ -119,12 +119,13 @@ func hangReason(h *results.Hang) string {
 
 // hangEvidence asks the agent for SysRq-w and the stacks of blocked tasks,
 // and names the function the stuck task sleeps in.
-func (r *run) hangEvidence(h *hangError) {
+// It has evidenceTimeout, past ctx's end, unless ctx's run is aborted.
+func (r *run) hangEvidence(ctx context.Context, h *hangError) {
 	r.res.Hang = &results.Hang{Step: h.step, Line: h.line, Deadline: h.deadline.String()}
 	if r.ctl == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), evidenceTimeout)
+	ctx, cancel := cleanupCtx(ctx, evidenceTimeout)
 	defer cancel()
 	from := r.vm.console.count()
 	// SysRq-w (blocked tasks) and -l (backtraces of all CPUs), through the
@@ -158,7 +159,7 @@ func (r *run) hangEvidence(h *hangError) {
 			fmt.Fprintf(&b, "agent did not answer for stacks: %v\n", err)
 			break
 		}
-		if agentBlocked(tasks) {
+		if agentBlocked(tasks) || ctx.Err() != nil {
 			break
 		}
 		time.Sleep(stackRetry)
@@ -171,7 +172,10 @@ func (r *run) hangEvidence(h *hangError) {
 	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
 	r.vm.console.waitFor(wctx, "sysrq: Show Blocked State", from)
 	wcancel()
-	time.Sleep(500 * time.Millisecond)
+	select {
+	case <-ctx.Done():
+	case <-time.After(500 * time.Millisecond):
+	}
 	b.WriteString("--- console after the deadline ---\n")
 	b.WriteString(r.vm.console.tail(r.vm.console.count() - from))
 	r.res.Hang.Evidence = b.String()
