@@ -235,6 +235,16 @@ func TestNoInitIsError(t *testing.T) {
 	}
 }
 
+// TestRefusedWriteFails: an errno from the kernel crosses the wire typed
+// and fails the run.
+func TestRefusedWriteFails(t *testing.T) {
+	k, img := guest(t)
+	res := runScenario(t, "testdata/refused.yaml", k, img, nil)
+	if res.Verdict != results.Fail || !strings.Contains(strings.Join(res.Reasons, "\n"), "invalid argument") {
+		t.Errorf("verdict %s %v, want FAIL: invalid argument", res.Verdict, res.Reasons)
+	}
+}
+
 func TestMissingQEMUIsError(t *testing.T) {
 	k, img := guest(t)
 	res := runScenario(t, "testdata/lkdtm-warning.yaml", k, img, func(c *testConfig) { c.QEMU = "/nonexistent/qemu" })
