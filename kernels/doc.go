@@ -33,8 +33,9 @@
 // Artifacts are published with an atomic rename, so readers need no lock.
 // List reports each spec's cache state; GC removes what no spec needs.
 //
-// Errors split by who is at fault: *BuildError from `make bzImage` is a
-// kernel fault (the tree does not compile); *ConfigMismatchError and
+// Errors split by who is at fault: *BuildError from `make bzImage` is the
+// tree's or the host's (a compile error or a killed compiler: no verdict,
+// lab run reports ERROR, lab bisect skips); *ConfigMismatchError and
 // *PatchError (per-patch results: the file and hunk that failed) are spec
 // faults; *MissingToolError and *MissingTarballError are host faults;
 // *SpecError points at a line of a spec or fragment file.

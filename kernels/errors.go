@@ -81,8 +81,11 @@ func (e *PatchError) Error() string { return e.Err.Error() }
 // Unwrap returns the *patches.ApplyError.
 func (e *PatchError) Unwrap() error { return e.Err }
 
-// BuildError reports a failed make run; for the bzImage target it is a
-// kernel fault. It carries the evidence: exit code, root cause, log tail.
+// BuildError reports a failed make run. It carries the evidence: exit code,
+// root cause, log tail. It is not a test verdict: the scenario never ran,
+// and the cause may be the tree (a compile error) or the host (a killed
+// compiler, a full disk), so lab run reports it as ERROR and lab bisect
+// skips the candidate, as git bisect skip does.
 type BuildError struct {
 	// Target is the make target that failed, e.g. bzImage.
 	Target string

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,7 +40,10 @@ patches touch) and runs the scenario up to --runs times per candidate, stopping 
 a candidate with no FAIL in --runs runs counts as good. A race that fails one run in f is missed by
 a good verdict with probability (1-1/f)^runs: with the default 5 runs, 33% for a 1-in-5 race and 3%
 for a 1-in-2 one; raise --runs for rarer races (14 runs bring a 1-in-5 race under 5%).
-The ends are checked first: BASE must pass and the whole series must fail.`,
+The ends are checked first: BASE must pass and the whole series must fail.
+A candidate whose kernel does not build, or does not boot (a FAIL before the guest agent was up),
+is skipped as with git bisect skip: the answer may then be a range of patches, and the skipped
+candidates are named.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return bisect(cmd, g, o, args[0])
@@ -108,7 +115,7 @@ func bisect(cmd *cobra.Command, g *globalOptions, o *bisectOptions, file string)
 	out := filepath.Join(o.out, fmt.Sprintf("%s-bisect-%s-%s", time.Now().Format("20060102-150405"), s.Name, base.Name))
 	stderr := cmd.ErrOrStderr()
 	runsUsed := 0
-	bad := func(k int) (bool, error) {
+	test := func(k int) (runner.Outcome, error) {
 		v := *base
 		v.Name = fmt.Sprintf("%s-bisect-%s-%d", base.Name, series.Hash()[:8], k)
 		v.Patches = append(append([]string{}, base.Patches...), files[:k]...)
@@ -119,8 +126,13 @@ func bisect(cmd *cobra.Command, g *globalOptions, o *bisectOptions, file string)
 		}
 		spec = spec.Flavoured(fl)
 		a, err := kernels.Build(ctx, spec, kernels.Options{CacheDir: g.cache()})
+		var be *kernels.BuildError
+		if errors.As(err, &be) {
+			fmt.Fprintf(stderr, "patches 1..%d: the kernel does not build, skipped: %v\n", k, be)
+			return runner.Skip, nil
+		}
 		if err != nil {
-			return false, fmt.Errorf("build with patches 1..%d: %w", k, err)
+			return runner.Good, fmt.Errorf("build with patches 1..%d: %w", k, err)
 		}
 		how := fmt.Sprintf("built: %d objects in %.0fs", a.Info.Objects, a.Info.Seconds)
 		if a.Cached {
@@ -136,32 +148,67 @@ func bisect(cmd *cobra.Command, g *globalOptions, o *bisectOptions, file string)
 			fmt.Fprintf(stderr, "  run %d: %s %s\n", i, r.Verdict, r.Title())
 			switch {
 			case ctx.Err() != nil:
-				return false, ctx.Err()
+				return runner.Good, ctx.Err()
 			case r.Verdict == results.Error:
-				return false, fmt.Errorf("lab error with patches 1..%d: %v", k, r.Reasons)
+				return runner.Good, fmt.Errorf("lab error with patches 1..%d: %v", k, r.Reasons)
+			case r.Verdict == results.Fail && !runner.Booted(r):
+				fmt.Fprintf(stderr, "patches 1..%d: the kernel does not boot, skipped\n", k)
+				return runner.Skip, nil
 			case r.Verdict == results.Fail:
-				return true, nil
+				return runner.Bad, nil
 			}
 		}
-		return false, nil
+		return runner.Good, nil
 	}
 	n := len(series.Patches)
-	if b, err := bad(n); err != nil {
+	switch oc, err := test(n); {
+	case err != nil:
 		return err
-	} else if !b {
+	case oc == runner.Skip:
+		return &exitCodeError{code: exitError, err: fmt.Errorf("the whole series does not build or boot: nothing to bisect")}
+	case oc == runner.Good:
 		return &exitCodeError{code: exitError, err: fmt.Errorf("the whole series passed %d runs: nothing to bisect", o.runs)}
 	}
-	if b, err := bad(0); err != nil {
+	switch oc, err := test(0); {
+	case err != nil:
 		return err
-	} else if b {
+	case oc == runner.Skip:
+		return &exitCodeError{code: exitError, err: fmt.Errorf("the base kernel %s does not build or boot", base.Name)}
+	case oc == runner.Bad:
 		return &exitCodeError{code: exitError, err: fmt.Errorf("the base kernel %s already fails the scenario", base.Name)}
 	}
-	first, err := runner.Bisect(n, bad, func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) })
+	res, err := runner.Bisect(n, test, func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) })
 	if err != nil {
 		return err
 	}
-	p := series.Patches[first-1]
-	fmt.Fprintf(cmd.OutOrStdout(), "first bad patch: %d/%d %q by %s\n  (%d runs, %.0fs; runs in %s)\n",
-		first, n, p.Subject, p.Author, runsUsed, time.Since(start).Seconds(), out)
+	printBisect(cmd.OutOrStdout(), series, res)
+	fmt.Fprintf(cmd.OutOrStdout(), "  (%d runs, %.0fs; runs in %s)\n", runsUsed, time.Since(start).Seconds(), out)
 	return nil
+}
+
+// printBisect says which patch is the first bad one, or which patches may
+// be when skipped prefixes (kernels that did not build or boot) hide it.
+func printBisect(w io.Writer, series *patches.Series, res runner.BisectResult) {
+	n := len(series.Patches)
+	if res.First == res.Last {
+		p := series.Patches[res.First-1]
+		fmt.Fprintf(w, "first bad patch: %d/%d %q by %s\n", res.First, n, p.Subject, p.Author)
+	} else {
+		fmt.Fprintf(w, "first bad patch: one of %d..%d of %d (the prefixes between could not be tested):\n", res.First, res.Last, n)
+		for k := res.First; k <= res.Last; k++ {
+			p := series.Patches[k-1]
+			fmt.Fprintf(w, "  %d/%d %q by %s\n", k, n, p.Subject, p.Author)
+		}
+	}
+	if len(res.Skipped) > 0 {
+		fmt.Fprintf(w, "skipped (did not build or boot): patches 1..%s\n", joinInts(res.Skipped))
+	}
+}
+
+func joinInts(ks []int) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = strconv.Itoa(k)
+	}
+	return strings.Join(s, ", 1..")
 }

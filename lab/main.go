@@ -7,7 +7,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -17,7 +16,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes: the verdict of a run, or 2 for bad input and lab failures.
+// Exit codes: the verdict of a run, or 2 for bad input and lab failures;
+// 128+N when signal N (SIGINT: 130) interrupted lab.
 const (
 	exitPass  = 0
 	exitFail  = 1
@@ -38,15 +38,23 @@ func main() {
 
 // run executes the CLI and maps errors to exit codes in one place.
 func run(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	sigs := make(chan os.Signal, 3)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	it := watchSignals(sigs, os.Stderr, abortGrace, os.Exit)
 	root := newRootCmd()
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	err := root.ExecuteContext(it.ctx)
+	var ec *exitCodeError
+	if code := it.code(); code != 0 {
+		if err != nil && !(errors.As(err, &ec) && ec.err == nil) {
+			fmt.Fprintln(os.Stderr, "lab:", err)
+		}
+		return code
+	}
 	if err == nil {
 		return exitPass
 	}
-	var ec *exitCodeError
 	if errors.As(err, &ec) {
 		if ec.err != nil {
 			fmt.Fprintln(os.Stderr, "lab:", ec.err)

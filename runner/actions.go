@@ -39,9 +39,6 @@ func (t *timeline) action(ctx context.Context, st *scenarios.Step, i int) error 
 	case st.Sleep > 0:
 		select {
 		case <-ctx.Done():
-			if ctx.Err() == context.DeadlineExceeded {
-				return nil // a sleep longer than the deadline is not a hang
-			}
 			return ctx.Err()
 		case <-time.After(st.Sleep.D()):
 		}
@@ -109,6 +106,17 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
+// waitError is a wait whose condition did not hold within its timeout: an
+// expectation about the kernel that failed (FAIL).
+type waitError struct {
+	timeout time.Duration
+	last    string // what was seen last
+}
+
+func (e *waitError) Error() string {
+	return fmt.Sprintf("condition not met within %v (last seen: %s)", e.timeout, e.last)
+}
+
 // wait polls until the condition holds; running out of Timeout is an error.
 func (t *timeline) wait(ctx context.Context, w *scenarios.Wait) error {
 	timeout := w.Timeout.D()
@@ -127,7 +135,7 @@ func (t *timeline) wait(ctx context.Context, w *scenarios.Wait) error {
 		}
 		last = seen
 		if time.Now().After(until) {
-			return fmt.Errorf("condition not met within %v (last seen: %s)", timeout, last)
+			return &waitError{timeout: timeout, last: last}
 		}
 		select {
 		case <-ctx.Done():

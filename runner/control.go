@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"napilab/images/wire"
@@ -119,7 +120,39 @@ func (c *control) waitReady(ctx context.Context) (*wire.Hello, error) {
 	}
 }
 
-// call sends a request and waits for its answer until ctx ends; out may be nil.
+// sendTimeout bounds one write to the agent: a guest that stops reading
+// its port does not block the host.
+const sendTimeout = 10 * time.Second
+
+// guestError is an error the agent answered with. Kind says who failed
+// (wire.KindErrno: the kernel refused the operation; wire.KindAgent: the
+// agent or its image; wire.KindTimeout: the agent's own deadline).
+type guestError struct {
+	Op    string
+	Kind  string
+	Errno syscall.Errno // for wire.KindErrno
+	Msg   string        // the agent's message
+}
+
+func (e *guestError) Error() string { return e.Msg }
+
+// Unwrap makes errors.Is(err, syscall.EINVAL) hold for a refused operation.
+func (e *guestError) Unwrap() error {
+	if e.Errno != 0 {
+		return e.Errno
+	}
+	return nil
+}
+
+// kernelRefused says whether the kernel refused the operation with an errno.
+func (e *guestError) kernelRefused() bool { return e.Kind == wire.KindErrno && e.Errno != 0 }
+
+// call sends a request and waits for its answer until ctx ends; out may be
+// nil. The agent's errors come back as *guestError.
+//
+// A call whose ctx was canceled because a parallel sibling failed
+// (errSiblingFailed) keeps waiting for its answer until ctx's deadline: an
+// operation stuck in the guest is a hang, not a cancellation.
 func (c *control) call(ctx context.Context, op string, args, out any) error {
 	c.mu.Lock()
 	if c.err != nil {
@@ -131,31 +164,58 @@ func (c *control) call(ctx context.Context, op string, args, out any) error {
 	ch := make(chan *wire.Message, 1)
 	c.pending[id] = ch
 	c.mu.Unlock()
-	if err := c.conn.Send(&wire.Message{ID: id, Op: op, Args: wire.Encode(args)}); err != nil {
-		return fmt.Errorf("send %s: %w", op, err)
-	}
-	select {
-	case m, ok := <-ch:
-		if !ok {
-			return errAgentGone
-		}
-		if out != nil && len(m.Data) > 0 {
-			// An error may come with data: the output of a program the
-			// agent killed.
-			if err := json.Unmarshal(m.Data, out); err != nil && m.Error == "" {
-				return err
-			}
-		}
-		if m.Error != "" {
-			return errors.New(m.Error)
-		}
-		return nil
-	case <-ctx.Done():
+	drop := func() {
 		c.mu.Lock()
 		delete(c.pending, id)
 		c.mu.Unlock()
-		return ctx.Err()
 	}
+	c.raw.SetWriteDeadline(time.Now().Add(sendTimeout))
+	if err := c.conn.Send(&wire.Message{ID: id, Op: op, Args: wire.Encode(args)}); err != nil {
+		drop()
+		return fmt.Errorf("failed to send %s to the agent: %w", op, err)
+	}
+	var m *wire.Message
+	var ok bool
+	select {
+	case m, ok = <-ch:
+	case <-ctx.Done():
+		if !stuckAfterSibling(ctx) {
+			drop()
+			return ctx.Err()
+		}
+		dl, _ := ctx.Deadline()
+		select {
+		case m, ok = <-ch:
+		case <-time.After(time.Until(dl)):
+			drop()
+			return context.DeadlineExceeded
+		}
+	}
+	if !ok {
+		return errAgentGone
+	}
+	if out != nil && len(m.Data) > 0 {
+		// An error may come with data: the output of a program the
+		// agent killed.
+		if err := json.Unmarshal(m.Data, out); err != nil && m.Error == "" {
+			return fmt.Errorf("bad answer to %s from the agent: %w", op, err)
+		}
+	}
+	if m.Error != "" {
+		return &guestError{Op: op, Kind: m.Kind, Errno: syscall.Errno(m.Errno), Msg: m.Error}
+	}
+	return nil
+}
+
+// errSiblingFailed is the cause of a parallel branch's cancellation when
+// another branch failed.
+var errSiblingFailed = errors.New("a parallel sibling failed")
+
+// stuckAfterSibling says whether ctx ended because a sibling failed while
+// it still has a deadline to wait for.
+func stuckAfterSibling(ctx context.Context) bool {
+	_, ok := ctx.Deadline()
+	return ok && errors.Is(context.Cause(ctx), errSiblingFailed)
 }
 
 func (c *control) Close() error { return c.raw.Close() }

@@ -35,6 +35,18 @@ func (t *timeline) callExec(ctx context.Context, x wire.Exec) (wire.ExecResult, 
 	return res, err
 }
 
+// exitError is a program in the guest that exited non-zero: a check the
+// scenario made failed (FAIL, like a failing kselftest). A program the image
+// lacks or the agent killed at its timeout comes back as a *guestError of
+// the agent's kind instead (ERROR).
+type exitError struct {
+	argv0 string
+	code  int
+	tail  string // the output's last lines
+}
+
+func (e *exitError) Error() string { return fmt.Sprintf("%s exited %d: %s", e.argv0, e.code, e.tail) }
+
 // exec runs an exec step's program once (run is from 1) and keeps its
 // output; a non-zero exit fails the step with the output's last lines.
 func (t *timeline) exec(ctx context.Context, st *scenarios.Step, run int) error {
@@ -52,7 +64,7 @@ func (t *timeline) exec(ctx context.Context, st *scenarios.Step, run int) error 
 	case err != nil:
 		return err
 	case res.ExitCode != 0:
-		return fmt.Errorf("%s exited %d: %s", x.Argv[0], res.ExitCode, lastLines(text, 5))
+		return &exitError{argv0: x.Argv[0], code: res.ExitCode, tail: lastLines(text, 5)}
 	}
 	return nil
 }

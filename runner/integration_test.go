@@ -216,7 +216,9 @@ func TestPanicFails(t *testing.T) {
 	}
 }
 
-func TestNoInitFails(t *testing.T) {
+// TestNoInitIsError: an initramfs without /init is the lab's fault, not
+// the kernel's.
+func TestNoInitIsError(t *testing.T) {
 	k, img := guest(t)
 	empty := filepath.Join(t.TempDir(), "empty.cpio")
 	f, err := os.Create(empty)
@@ -228,8 +230,18 @@ func TestNoInitFails(t *testing.T) {
 	}
 	f.Close()
 	res := runScenario(t, "testdata/lkdtm-warning.yaml", k, img, func(c *testConfig) { c.Initramfs = empty })
-	if res.Verdict != results.Fail || !strings.Contains(strings.Join(res.Reasons, "\n"), "the guest stopped before the agent was ready") {
-		t.Errorf("verdict %s %v, want FAIL: did not boot", res.Verdict, res.Reasons)
+	if res.Verdict != results.Error || !strings.Contains(strings.Join(res.Reasons, "\n"), "has no working /init") {
+		t.Errorf("verdict %s %v, want ERROR: no working /init", res.Verdict, res.Reasons)
+	}
+}
+
+// TestRefusedWriteFails: an errno from the kernel crosses the wire typed
+// and fails the run.
+func TestRefusedWriteFails(t *testing.T) {
+	k, img := guest(t)
+	res := runScenario(t, "testdata/refused.yaml", k, img, nil)
+	if res.Verdict != results.Fail || !strings.Contains(strings.Join(res.Reasons, "\n"), "invalid argument") {
+		t.Errorf("verdict %s %v, want FAIL: invalid argument", res.Verdict, res.Reasons)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -127,6 +128,8 @@ type run struct {
 	setupAt time.Time // the topology setup started
 	ctlPath string
 	monPath string
+	// bootLimit overrides the boot timeout (tests); 0 = bootTimeout.
+	bootLimit time.Duration
 }
 
 func (r *run) do(ctx context.Context) error {
@@ -235,14 +238,14 @@ func (r *run) do(ctx context.Context) error {
 	var hang *hangError
 	if errors.As(err, &hang) {
 		// Evidence comes from the live guest, before anything is torn down.
-		r.hangEvidence(hang)
+		r.hangEvidence(ctx, hang)
 	}
 	if err != nil {
 		return err
 	}
 	r.kmemleakScan(ctx)
 	r.snapshotDevices(ctx, "at end")
-	r.shutdown(accel)
+	r.shutdown(ctx, accel)
 	return nil
 }
 
@@ -272,11 +275,33 @@ func (r *run) snapshotDevices(ctx context.Context, when string) {
 	}
 }
 
-// boot waits for the agent's ready event, or for the guest to die.
+// bootError is a kernel that did not boot while QEMU itself ran fine: it
+// died before its console started (a triple fault), or started and died or
+// hung with a splat before the agent was ready. It implicates the kernel.
+type bootError struct{ msg string }
+
+func (e *bootError) Error() string { return "the kernel did not boot: " + e.msg }
+
+// noInit matches the panics of an initramfs without a working /init: the
+// lab's image, not the kernel.
+var noInit = regexp.MustCompile(`.*(No working init found|Unable to mount root fs).*`)
+
+// boot waits for the agent's ready event, or for the guest to die, and
+// says whose fault a boot without an agent is:
+//   - QEMU exits with an error status (bad binary, bad arguments): ERROR;
+//   - QEMU exits cleanly (the guest reset or powered off under -no-reboot)
+//     before any console output: FAIL, the kernel died before its console
+//     started; after "Linux version": FAIL, it started and died; on a
+//     panic for a missing /init: ERROR, the lab's initramfs;
+//   - no agent within the limit: FAIL when the console has a splat, else
+//     ERROR (a slow host and a kernel hung without a word look alike).
 func (r *run) boot(ctx context.Context, accel string) error {
 	limit := bootTimeout
 	if accel == "kvm" {
 		limit /= kvmSpeedup
+	}
+	if r.bootLimit > 0 {
+		limit = r.bootLimit
 	}
 	bctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
@@ -304,13 +329,31 @@ func (r *run) boot(ctx context.Context, accel string) error {
 	case <-r.vm.done:
 	case <-time.After(2 * time.Second):
 	}
-	if r.vm.exited() {
-		if r.vm.console.count() == 0 || !strings.Contains(string(r.vm.console.text()), "Linux version") {
-			return infra("qemu exited before the kernel printed anything: %v\n%s", r.vm.waitErr, strings.TrimSpace(r.vm.stderr.String()))
+	text := string(r.vm.console.text())
+	started := strings.Contains(text, "Linux version")
+	stderr := strings.TrimSpace(r.vm.stderr.String())
+	switch {
+	case r.vm.exited() && r.vm.waitErr != nil:
+		return infra("qemu failed: %v\n%s", r.vm.waitErr, stderr)
+	case r.vm.exited() && noInit.MatchString(text):
+		return infra("the initramfs %s has no working /init: %s", r.cfg.Initramfs, strings.TrimSpace(noInit.FindString(text)))
+	case r.vm.exited() && !started:
+		msg := "QEMU ran fine, but the guest stopped before the kernel's console started (a triple fault or a bzImage that is no kernel)"
+		if stderr != "" {
+			msg += "; qemu said: " + stderr
 		}
-		return fmt.Errorf("the kernel did not boot: the guest stopped before the agent was ready")
+		return &bootError{msg}
+	case r.vm.exited():
+		return &bootError{"the guest stopped before the agent was ready"}
 	}
-	return fmt.Errorf("the kernel did not boot: no agent after %v", limit)
+	if sp := results.FindSplats(r.vm.console.text()); len(sp) > 0 {
+		return &bootError{fmt.Sprintf("%s, and no agent after %v", sp[0].Title, limit)}
+	}
+	what := "printed nothing"
+	if started {
+		what = "started"
+	}
+	return infra("no agent after %v: the kernel %s, without a splat (a slow host and a hung kernel look alike)", limit, what)
 }
 
 // setup builds the topology in the guest.
@@ -332,7 +375,7 @@ func (r *run) setup(ctx context.Context) error {
 	if err := r.ctl.call(sctx, wire.OpSetup, t, nil); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			h := &hangError{step: setupStep, deadline: limit}
-			r.hangEvidence(h)
+			r.hangEvidence(ctx, h)
 			return h
 		}
 		return fmt.Errorf("topology setup failed: %w", err)
@@ -341,14 +384,19 @@ func (r *run) setup(ctx context.Context) error {
 }
 
 // shutdown asks the agent to power off and waits for QEMU, reading late
-// console output on the way.
-func (r *run) shutdown(accel string) {
+// console output on the way, for shutdownTimeout or until the run is
+// aborted; then QEMU is killed.
+func (r *run) shutdown(ctx context.Context, accel string) {
 	limit := shutdownTimeout
 	if accel == "kvm" {
 		limit /= kvmSpeedup
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	ctx, cancel := cleanupCtx(ctx, limit)
 	defer cancel()
 	r.ctl.call(ctx, wire.OpPoweroff, nil, nil)
-	r.vm.stop(limit)
+	select {
+	case <-r.vm.done:
+	case <-ctx.Done():
+	}
+	r.vm.stop(0)
 }

@@ -95,14 +95,17 @@ func TestBisect(t *testing.T) {
 	for n := 1; n <= 9; n++ {
 		for culprit := 1; culprit <= n; culprit++ {
 			probes := 0
-			got, err := Bisect(n, func(k int) (bool, error) {
+			got, err := Bisect(n, func(k int) (Outcome, error) {
 				probes++
 				if k <= 0 || k >= n {
 					t.Fatalf("probed an end: %d of %d", k, n)
 				}
-				return k >= culprit, nil
+				if k >= culprit {
+					return Bad, nil
+				}
+				return Good, nil
 			}, nil)
-			if err != nil || got != culprit {
+			if err != nil || got.First != culprit || got.Last != culprit {
 				t.Errorf("n=%d culprit=%d: got %d, %v", n, culprit, got, err)
 			}
 			if probes > 4 {

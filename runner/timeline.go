@@ -156,13 +156,20 @@ func (t *timeline) run(ctx context.Context) error {
 	wg.Wait()
 	var hang *hangError
 	if !errors.As(err, &hang) {
-		// Stop what the timeline left running and take the final snapshot.
+		// Stop what the timeline left running and take the final
+		// snapshot, each under its own deadline: after a failed step or
+		// an interrupt the guest may not answer.
 		for _, name := range t.running() {
-			if serr := t.stopLoad(ctx, name); serr != nil && err == nil {
+			cctx, cancel := cleanupCtx(ctx, cleanupTimeout)
+			serr := t.stopLoad(cctx, name)
+			cancel()
+			if serr != nil && err == nil {
 				err = serr
 			}
 		}
-		t.final = t.snapshot(ctx, metricsGroup, t.metricSources())
+		cctx, cancel := cleanupCtx(ctx, cleanupTimeout)
+		t.final = t.snapshot(cctx, metricsGroup, t.metricSources())
+		cancel()
 	}
 	// The guest may be stuck: host senders stop here whatever happened.
 	t.mu.Lock()
@@ -254,10 +261,12 @@ func (t *timeline) step(ctx context.Context, st *scenarios.Step) error {
 	return err
 }
 
-// parallel runs branches together; the first failure cancels the others.
+// parallel runs branches together; the first failure cancels the others,
+// but a guest call in flight keeps its deadline (control.call): a branch
+// stuck past it is a hang whichever branch failed first.
 func (t *timeline) parallel(ctx context.Context, steps []*scenarios.Step) error {
-	pctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	pctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	errs := make([]error, len(steps))
 	var wg sync.WaitGroup
 	for i, st := range steps {
@@ -265,7 +274,7 @@ func (t *timeline) parallel(ctx context.Context, steps []*scenarios.Step) error 
 		go func() {
 			defer wg.Done()
 			if errs[i] = t.step(pctx, st); errs[i] != nil {
-				cancel()
+				cancel(errSiblingFailed)
 			}
 		}()
 	}
@@ -294,7 +303,7 @@ func (t *timeline) repeat(ctx context.Context, st *scenarios.Step, name string) 
 // tolerable says whether err is one of the step's tolerated errnos.
 func tolerable(st *scenarios.Step, err error) bool {
 	for _, name := range st.Tolerate {
-		if e := scenarios.Errno(name); e != 0 && strings.Contains(err.Error(), e.Error()) {
+		if e := scenarios.Errno(name); e != 0 && (errors.Is(err, e) || strings.Contains(err.Error(), e.Error())) {
 			return true
 		}
 	}
@@ -335,8 +344,15 @@ func (t *timeline) repeatUntil(ctx context.Context, st *scenarios.Step, name str
 		}
 		iterStart := time.Now()
 		actx, cancel := context.WithTimeout(ctx, deadline)
+		if st.Sleep > 0 {
+			// A sleep cannot hang: the deadline does not apply to it.
+			actx, cancel = context.WithCancel(ctx)
+		}
 		err := t.action(actx, st, i)
-		timedOut := actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+		// A guest call a sibling's failure did not end misses its deadline
+		// with context.DeadlineExceeded while ctx is canceled.
+		timedOut := actx.Err() == context.DeadlineExceeded && ctx.Err() == nil ||
+			errors.Is(err, context.DeadlineExceeded) && errors.Is(context.Cause(ctx), errSiblingFailed)
 		cancel()
 		t.iterated(ctx, st, i, iterStart, next.Add(st.Every.D()), timedOut)
 		switch {

@@ -16,26 +16,19 @@ import (
 )
 
 // finish turns the run's error, the console and the timeline's records into
-// the verdict.
+// the verdict: FAIL only on evidence against the kernel (kernelFault), ERROR
+// for everything else that went wrong.
 func (r *run) finish(err error) {
 	res := r.res
 	var ie *infraError
-	var hang *hangError
-	switch {
-	case errors.As(err, &ie):
+	kernelFault := false
+	if errors.As(err, &ie) {
 		res.Verdict = results.Error
 		res.Reasons = append(res.Reasons, ie.Error())
-	case errors.As(err, &hang):
-		res.Reasons = append(res.Reasons, hangReason(res.Hang))
-	case errors.Is(err, errAgentGone) && r.vm != nil && r.vm.exited():
-		var se *stepError
-		if errors.As(err, &se) {
-			res.Reasons = append(res.Reasons, fmt.Sprintf("the guest died during step %q (line %d)", se.step, se.line))
-		} else {
-			res.Reasons = append(res.Reasons, "the guest died: "+err.Error())
-		}
-	case err != nil:
-		res.Reasons = append(res.Reasons, err.Error())
+	} else if err != nil {
+		var reason string
+		reason, kernelFault = r.classify(err)
+		res.Reasons = append(res.Reasons, reason)
 	}
 	if r.vm != nil {
 		r.vm.stop(0)
@@ -63,7 +56,6 @@ func (r *run) finish(err error) {
 			}
 		}
 	}
-	kernelFault := len(res.Reasons) > 0
 	for _, a := range res.Asserts {
 		if !a.Passed {
 			res.Reasons = append(res.Reasons, a.Reason())
@@ -77,11 +69,44 @@ func (r *run) finish(err error) {
 	case kernelFault:
 		res.Verdict = results.Fail
 	case len(res.Reasons) > 0:
-		// Only assertions the lab could not measure: its fault, not the kernel's.
+		// A lab fault or an assertion the lab could not measure, and
+		// nothing that implicates the kernel.
 		res.Verdict = results.Error
 	default:
 		res.Verdict = results.Pass
 	}
+}
+
+// classify names what err says happened and whether it implicates the
+// kernel: a hang, a guest that died, a boot that started and died, an
+// operation the kernel refused with an errno, a program in the guest that
+// exited non-zero, a wait whose condition never held. Anything else (the
+// agent's own faults, send or decode failures, timeouts without a hang) is
+// the lab's.
+func (r *run) classify(err error) (reason string, kernel bool) {
+	var hang *hangError
+	var se *stepError
+	var ge *guestError
+	var be *bootError
+	var xe *exitError
+	var we *waitError
+	switch {
+	case errors.As(err, &hang):
+		if r.res.Hang == nil {
+			return hang.Error(), true
+		}
+		return hangReason(r.res.Hang), true
+	case errors.Is(err, errAgentGone) && r.vm != nil && r.vm.exited():
+		if errors.As(err, &se) {
+			return fmt.Sprintf("the guest died during step %q (line %d)", se.step, se.line), true
+		}
+		return "the guest died: " + err.Error(), true
+	case errors.As(err, &be), errors.As(err, &xe), errors.As(err, &we):
+		return err.Error(), true
+	case errors.As(err, &ge) && ge.kernelRefused():
+		return err.Error(), true
+	}
+	return err.Error(), false
 }
 
 func hangReason(h *results.Hang) string {
@@ -94,12 +119,13 @@ func hangReason(h *results.Hang) string {
 
 // hangEvidence asks the agent for SysRq-w and the stacks of blocked tasks,
 // and names the function the stuck task sleeps in.
-func (r *run) hangEvidence(h *hangError) {
+// It has evidenceTimeout, past ctx's end, unless ctx's run is aborted.
+func (r *run) hangEvidence(ctx context.Context, h *hangError) {
 	r.res.Hang = &results.Hang{Step: h.step, Line: h.line, Deadline: h.deadline.String()}
 	if r.ctl == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), evidenceTimeout)
+	ctx, cancel := cleanupCtx(ctx, evidenceTimeout)
 	defer cancel()
 	from := r.vm.console.count()
 	// SysRq-w (blocked tasks) and -l (backtraces of all CPUs), through the
@@ -133,7 +159,7 @@ func (r *run) hangEvidence(h *hangError) {
 			fmt.Fprintf(&b, "agent did not answer for stacks: %v\n", err)
 			break
 		}
-		if agentBlocked(tasks) {
+		if agentBlocked(tasks) || ctx.Err() != nil {
 			break
 		}
 		time.Sleep(stackRetry)
@@ -146,7 +172,10 @@ func (r *run) hangEvidence(h *hangError) {
 	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
 	r.vm.console.waitFor(wctx, "sysrq: Show Blocked State", from)
 	wcancel()
-	time.Sleep(500 * time.Millisecond)
+	select {
+	case <-ctx.Done():
+	case <-time.After(500 * time.Millisecond):
+	}
 	b.WriteString("--- console after the deadline ---\n")
 	b.WriteString(r.vm.console.tail(r.vm.console.count() - from))
 	r.res.Hang.Evidence = b.String()

@@ -3,8 +3,10 @@ package runner
 import (
 	"errors"
 	"strings"
+	"syscall"
 	"testing"
 
+	"napilab/images/wire"
 	"napilab/results"
 )
 
@@ -38,8 +40,10 @@ func TestVerdictUnmeasured(t *testing.T) {
 			[]string{"polled during flip: measured one snapshot", "no softirq polls while warming up: measured 5 in 0.00-1.00s"}},
 		{"a failing assertion alone", append(flip, warmBad...), nil, results.Fail,
 			[]string{"no softirq polls while warming up: measured 5"}},
-		{"a step error", nil, &stepError{step: "flip", line: 9, err: errors.New("write: EINVAL")}, results.Fail,
-			[]string{`step "flip" (line 9) failed: write: EINVAL`}},
+		{"a step the kernel refused", nil, &stepError{step: "flip", line: 9, err: &guestError{Kind: wire.KindErrno, Errno: syscall.EINVAL, Msg: "write: EINVAL"}},
+			results.Fail, []string{`step "flip" (line 9) failed: write: EINVAL`}},
+		{"a step error of the lab's", nil, &stepError{step: "flip", line: 9, err: errors.New("load a is not running")}, results.Error,
+			[]string{`step "flip" (line 9) failed: load a is not running`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := windowScenario(t, asserts)

@@ -59,13 +59,13 @@ func (a *agent) exec(x wire.Exec) (*wire.ExecResult, error) {
 	cmd.WaitDelay = execWaitDelay
 	// The child is forked from the locked thread and so starts in its netns.
 	if err := a.ns.in(x.Netns, func() error { return kids.start(cmd, cmd.Start) }); err != nil {
-		if cmd.Process == nil {
-			return nil, fmt.Errorf("exec %s: %w", x.Argv[0], err)
+		// Not the program's doing: an agent fault (%v drops the errno).
+		if cmd.Process != nil {
+			cancel() // started, but the thread could not leave the netns
+			cmd.Wait()
+			kids.done(cmd)
 		}
-		cancel() // started, but the thread could not leave the netns
-		cmd.Wait()
-		kids.done(cmd)
-		return nil, fmt.Errorf("exec %s: %w", x.Argv[0], err)
+		return nil, fmt.Errorf("exec %s: %v", x.Argv[0], err)
 	}
 	werr := cmd.Wait()
 	kids.done(cmd)
@@ -76,11 +76,11 @@ func (a *agent) exec(x wire.Exec) (*wire.ExecResult, error) {
 	var exitErr *exec.ExitError
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
-		return res, fmt.Errorf("exec %s: killed after %v", x.Argv[0], timeout)
+		return res, timeoutError{fmt.Errorf("exec %s: killed after %v", x.Argv[0], timeout)}
 	case werr == nil, errors.As(werr, &exitErr), errors.Is(werr, exec.ErrWaitDelay):
 		return res, nil
 	}
-	return res, fmt.Errorf("exec %s: %w", x.Argv[0], werr)
+	return res, fmt.Errorf("exec %s: %v", x.Argv[0], werr)
 }
 
 // searchPath is PATH, or defaultPath when it is unset.

@@ -5,10 +5,12 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -67,6 +69,7 @@ func (a *agent) serve(conn *wire.Conn, m *wire.Message) {
 	resp := &wire.Message{ID: m.ID, Data: wire.Encode(data)}
 	if err != nil {
 		resp.Error = err.Error()
+		resp.Kind, resp.Errno = errorKind(err)
 	}
 	if err := conn.Send(resp); err != nil {
 		logf("send %s reply: %v", m.Op, err)
@@ -74,6 +77,27 @@ func (a *agent) serve(conn *wire.Conn, m *wire.Message) {
 	if m.Op == wire.OpPoweroff && err == nil {
 		halt()
 	}
+}
+
+// timeoutError marks an agent error that is a timeout of its own.
+type timeoutError struct{ error }
+
+func (e timeoutError) Unwrap() error { return e.error }
+
+// errorKind classifies an answer's error for the host (wire.Kind*): an
+// errno anywhere in the chain (syscalls, os.PathError, netlink's wrapped
+// errnos) is the kernel refusing, a timeoutError the agent's own deadline,
+// anything else the agent's fault.
+func errorKind(err error) (string, int) {
+	var te timeoutError
+	if errors.As(err, &te) {
+		return wire.KindTimeout, 0
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) && errno != 0 {
+		return wire.KindErrno, int(errno)
+	}
+	return wire.KindAgent, 0
 }
 
 func decode[T any](m *wire.Message) (T, error) {

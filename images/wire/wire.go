@@ -56,7 +56,18 @@ type Message struct {
 	Args  json.RawMessage `json:"args,omitempty"`
 	Data  json.RawMessage `json:"data,omitempty"`
 	Error string          `json:"error,omitempty"`
+	// Kind says who failed when Error is set; "" is KindAgent.
+	Kind string `json:"kind,omitempty"`
+	// Errno is the errno the kernel returned, for KindErrno.
+	Errno int `json:"errno,omitempty"`
 }
+
+// Kinds of error an answer carries: they decide the verdict on the host.
+const (
+	KindErrno   = "errno"   // the kernel refused the operation with Errno (a kernel fault)
+	KindAgent   = "agent"   // the agent or its image failed: bad args, no such program (a lab fault)
+	KindTimeout = "timeout" // the agent gave up waiting, e.g. killed a program at its timeout
+)
 
 // Conn reads and writes Messages on a stream; Send is safe for concurrent use.
 type Conn struct {

@@ -1,0 +1,60 @@
+package runner
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"napilab/results"
+)
+
+// TestBootVerdicts boots a shell script posing as QEMU and checks whose
+// fault a boot without an agent is: QEMU's (ERROR), the initramfs' (ERROR),
+// the kernel's (FAIL), or nobody can tell (ERROR).
+func TestBootVerdicts(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		script  string
+		verdict results.Verdict
+		reason  string
+	}{
+		{"qemu fails to start", "echo 'qemu-system-x86_64: could not load kernel' >&2; exit 1", results.Error, "could not load kernel"},
+		{"qemu killed", "kill -9 $$", results.Error, "qemu failed: signal: killed"},
+		{"a triple fault before the console", "exit 0", results.Fail, "the kernel did not boot: QEMU ran fine"},
+		{"a kernel that starts and dies", "echo 'Linux version 6.1.0'; echo 'Kernel panic - not syncing: Fatal exception'; exit 0",
+			results.Fail, "the guest stopped before the agent was ready"},
+		{"an initramfs without /init", "echo 'Linux version 6.1.0'; echo 'Kernel panic - not syncing: No working init found.  Try passing init= option to kernel.'; exit 0",
+			results.Error, "has no working /init"},
+		{"no agent, no splat", "echo 'Linux version 6.1.0'; exec sleep 30", results.Error, "no agent after 300ms: the kernel started, without a splat"},
+		{"no agent after a splat", "echo 'Linux version 6.1.0'; echo 'Kernel panic - not syncing: Fatal exception'; exec sleep 30",
+			results.Fail, "the kernel did not boot: kernel panic: Fatal exception, and no agent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			bin := filepath.Join(dir, "qemu")
+			if err := os.WriteFile(bin, []byte("#!/bin/sh\n"+tc.script+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			q := &QEMU{Binary: bin, Accel: "tcg", CPUs: 1, MemoryMB: 128, Kernel: "bzImage", Initrd: "initrd", Control: filepath.Join(dir, "ctl.sock")}
+			v, err := q.start(io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer v.stop(0)
+			r := &run{cfg: Config{OutDir: dir, Initramfs: "initrd"}, s: windowScenario(t, ""), res: &results.Result{},
+				vm: v, ctlPath: q.Control, bootLimit: 300 * time.Millisecond}
+			err = r.boot(context.Background(), "tcg")
+			if r.ctl != nil {
+				r.ctl.Close()
+			}
+			r.finish(err)
+			if r.res.Verdict != tc.verdict || len(r.res.Reasons) == 0 || !strings.Contains(r.res.Reasons[0], tc.reason) {
+				t.Errorf("verdict %s %q, want %s with %q", r.res.Verdict, r.res.Reasons, tc.verdict, tc.reason)
+			}
+		})
+	}
+}

@@ -1,0 +1,116 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"napilab/images/wire"
+	"napilab/results"
+)
+
+// fakeVM is a QEMU that has run: its console holds log, and it has exited
+// or still runs (a sleep posing as QEMU).
+func fakeVM(t *testing.T, log string, exited bool) *vm {
+	t.Helper()
+	argv := []string{"sleep", "30"}
+	if exited {
+		argv = []string{"true"}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	v := &vm{cmd: cmd, console: newConsole(io.Discard), done: make(chan struct{})}
+	v.console.copy(strings.NewReader(log))
+	go func() {
+		v.waitErr = cmd.Wait()
+		close(v.done)
+	}()
+	if exited {
+		<-v.done
+	}
+	t.Cleanup(func() { v.stop(0) })
+	return v
+}
+
+const warnLog = "[    1.000000] Linux version 6.1\n" +
+	"[   23.412350] WARNING: CPU: 1 PID: 312 at net/core/dev.c:6402 napi_disable+0xb4/0xd0\n" +
+	"[   23.414501] RIP: 0010:napi_disable+0xb4/0xd0\n" +
+	"[   23.431002] ---[ end trace 0000000000000000 ]---\n"
+
+// TestVerdictTable checks which evidence gives PASS, FAIL and ERROR: FAIL
+// only when the kernel is implicated, ERROR for every other failure.
+func TestVerdictTable(t *testing.T) {
+	refused := &guestError{Op: wire.OpWrite, Kind: wire.KindErrno, Errno: syscall.EINVAL, Msg: "write \"1\" to /sys/x: invalid argument"}
+	noProgram := &guestError{Op: wire.OpExec, Kind: wire.KindAgent, Msg: `no such program "ethtool" in the guest image`}
+	killed := &guestError{Op: wire.OpExec, Kind: wire.KindTimeout, Msg: "exec sleep: killed after 10m0s"}
+	oldAgent := &guestError{Op: wire.OpWrite, Msg: "write: invalid argument"} // no kind: not trusted as an errno
+	step := func(err error) error { return &stepError{step: "flip", line: 9, err: err} }
+	for _, tc := range []struct {
+		name    string
+		err     error
+		console string // "" = no VM
+		exited  bool
+		ks      []results.Kselftest
+		verdict results.Verdict
+		reason  string // a part of the first reason
+	}{
+		{name: "nothing wrong", console: "Linux version 6.1\n", verdict: results.Pass},
+		{name: "a splat", console: warnLog, verdict: results.Fail, reason: "WARNING in napi_disable"},
+		{name: "a hang", err: &hangError{step: "flip", line: 9, deadline: time.Second}, console: "x\n", verdict: results.Fail, reason: "did not finish within 1s"},
+		{name: "an operation the kernel refused", err: step(refused), console: "x\n", verdict: results.Fail, reason: "invalid argument"},
+		{name: "setup refused", err: fmt.Errorf("topology setup failed: %w", refused), console: "x\n", verdict: results.Fail, reason: "topology setup failed"},
+		{name: "a program that exited non-zero", err: step(&exitError{argv0: "ip", code: 2, tail: "RTNETLINK answers: File exists"}), console: "x\n",
+			verdict: results.Fail, reason: "ip exited 2"},
+		{name: "a wait that did not hold", err: step(&waitError{timeout: time.Second, last: "0 napi/* threads"}), console: "x\n",
+			verdict: results.Fail, reason: "condition not met"},
+		{name: "the guest died", err: step(errAgentGone), console: "x\n", exited: true, verdict: results.Fail, reason: "the guest died during step"},
+		{name: "a boot that started and died", err: &bootError{"the guest stopped before the agent was ready"}, console: "Linux version 6.1\n", exited: true,
+			verdict: results.Fail, reason: "the kernel did not boot"},
+		{name: "a failed kselftest", console: "x\n", ks: []results.Kselftest{{Name: "net:veth.sh", Status: results.KFail}}, verdict: results.Fail, reason: "veth.sh"},
+		{name: "the agent hung up, the guest runs", err: step(errAgentGone), console: "x\n", verdict: results.Error, reason: "connection closed"},
+		{name: "no such program", err: step(noProgram), console: "x\n", verdict: results.Error, reason: "no such program"},
+		{name: "the agent's own timeout", err: step(killed), console: "x\n", verdict: results.Error, reason: "killed after"},
+		{name: "an error without a kind", err: step(oldAgent), console: "x\n", verdict: results.Error, reason: "invalid argument"},
+		{name: "a send failure", err: step(fmt.Errorf("failed to send write to the agent: %w", io.ErrClosedPipe)), console: "x\n",
+			verdict: results.Error, reason: "failed to send"},
+		{name: "a decode failure", err: step(fmt.Errorf("bad answer to stop from the agent: %w", errors.New("json: cannot unmarshal"))), console: "x\n",
+			verdict: results.Error, reason: "bad answer"},
+		{name: "an unclassified error", err: step(errors.New("load a is not running")), console: "x\n", verdict: results.Error, reason: "not running"},
+		{name: "a context error", err: step(context.DeadlineExceeded), console: "x\n", verdict: results.Error, reason: "deadline exceeded"},
+		{name: "a lab fault beside a splat", err: step(noProgram), console: warnLog, verdict: results.Fail, reason: "no such program"},
+		{name: "an infrastructure error", err: infra("qemu failed: exit status 1"), verdict: results.Error, reason: "qemu failed"},
+		{name: "an infrastructure error hides no splat check", err: infra("interrupted: context canceled"), console: warnLog,
+			verdict: results.Error, reason: "interrupted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := windowScenario(t, "")
+			r := &run{cfg: Config{OutDir: t.TempDir()}, s: s, res: &results.Result{}}
+			if tc.console != "" {
+				r.vm = fakeVM(t, tc.console, tc.exited)
+			}
+			if tc.ks != nil {
+				r.tl = windowTimeline(s)
+				r.tl.kselftests = tc.ks
+			}
+			r.finish(tc.err)
+			if r.res.Verdict != tc.verdict {
+				t.Errorf("verdict %s (%q), want %s", r.res.Verdict, r.res.Reasons, tc.verdict)
+			}
+			if tc.reason != "" && (len(r.res.Reasons) == 0 || !strings.Contains(r.res.Reasons[0], tc.reason)) {
+				t.Errorf("reasons %q, want the first to contain %q", r.res.Reasons, tc.reason)
+			}
+			if tc.reason == "" && len(r.res.Reasons) > 0 {
+				t.Errorf("reasons %q, want none", r.res.Reasons)
+			}
+		})
+	}
+}
