@@ -68,6 +68,20 @@ type Result struct {
 	// Devices are the guest's network devices after setup and at the end.
 	Devices     map[string][]Device `json:"devices,omitempty"`
 	ConsoleTail string              `json:"console_tail,omitempty"`
+	// Dropped is the guest output the lab read but did not keep; nil when
+	// it kept everything.
+	Dropped *Dropped `json:"dropped,omitempty"`
+}
+
+// Dropped counts guest output beyond the lab's bounds. A flood alone is not
+// a kernel fault; the counts say how much evidence was lost and where.
+type Dropped struct {
+	ConsoleLines int64  `json:"console_lines,omitempty"` // console lines neither in memory nor in console.log
+	ConsoleBytes int64  `json:"console_bytes,omitempty"` // their bytes
+	ConsoleWhere string `json:"console_where,omitempty"` // which lines: "lines 2001-90000"
+	LongLines    int64  `json:"long_lines,omitempty"`    // console lines cut at the line cap
+	ControlLong  int64  `json:"control_long,omitempty"`  // control lines over the cap, discarded
+	Garbage      int64  `json:"garbage,omitempty"`       // control lines that were not JSON, discarded
 }
 
 // Injection is one race-widening probe of a run.

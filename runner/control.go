@@ -82,6 +82,12 @@ func (c *control) read() {
 	}
 }
 
+// helloBackoff and helloBackoffMax space waitReady's hellos.
+const (
+	helloBackoff    = 50 * time.Millisecond
+	helloBackoffMax = time.Second
+)
+
 // waitReady waits for the agent: its ready event, or an answer to a hello
 // (the event is lost when it is sent before the host end is connected).
 func (c *control) waitReady(ctx context.Context) (*wire.Hello, error) {
@@ -89,6 +95,7 @@ func (c *control) waitReady(ctx context.Context) (*wire.Hello, error) {
 	defer cancel()
 	answered := make(chan *wire.Hello, 1)
 	go func() {
+		wait := helloBackoff
 		for ctx.Err() == nil {
 			var h wire.Hello
 			cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
@@ -101,6 +108,13 @@ func (c *control) waitReady(ctx context.Context) (*wire.Hello, error) {
 			if errors.Is(err, errAgentGone) {
 				return
 			}
+			// A hello that fails at once (a send error, a garbage
+			// answer) must not turn into a tight loop.
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, helloBackoffMax)
 		}
 	}()
 	select {
@@ -131,7 +145,10 @@ func (c *control) call(ctx context.Context, op string, args, out any) error {
 	ch := make(chan *wire.Message, 1)
 	c.pending[id] = ch
 	c.mu.Unlock()
-	if err := c.conn.Send(&wire.Message{ID: id, Op: op, Args: wire.Encode(args)}); err != nil {
+	if err := c.conn.SendContext(ctx, &wire.Message{ID: id, Op: op, Args: wire.Encode(args)}); err != nil {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
 		return fmt.Errorf("send %s: %w", op, err)
 	}
 	select {
@@ -159,3 +176,6 @@ func (c *control) call(ctx context.Context, op string, args, out any) error {
 }
 
 func (c *control) Close() error { return c.raw.Close() }
+
+// dropped says how many control lines were discarded: too long or not JSON.
+func (c *control) dropped() wire.Drops { return c.conn.Dropped() }
