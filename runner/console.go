@@ -30,8 +30,9 @@ type consoleLimits struct {
 // memory, and writes at most 8+4+1 MiB (plus markers) to console.log.
 var defaultConsoleLimits = consoleLimits{line: 4 << 10, head: 1 << 20, tail: 4 << 20, pin: 1 << 20, file: 8 << 20}
 
-// lineCost is what a kept line costs in memory beyond its text.
-const lineCost = 64
+// lineCost is what a kept line costs in memory beyond its text: its
+// consoleLine (72 bytes) and the slack of the slice and the allocator.
+const lineCost = 96
 
 // console collects the serial console: every line with the host time it
 // arrived, within consoleLimits. Lines keep their number in the whole
