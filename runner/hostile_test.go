@@ -3,12 +3,14 @@ package runner
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -119,58 +121,114 @@ func consoleDiskBound(l consoleLimits) int64 { return int64(l.file+l.tail+l.pin)
 // console reads a flood: the kept lines, the read buffers, and the garbage
 // the collector has not caught up with (GOGC=100 lets the heap double, and
 // the ring's slice grows by doubling).
-func consoleMemBound(l consoleLimits) uint64 { return 3*uint64(l.head+l.tail+l.pin) + 8<<20 }
+func consoleMemBound(l consoleLimits) uint64 { return 4*uint64(l.head+l.tail+l.pin) + 8<<20 }
 
 // consoleLiveBound is the most the kept lines may hold after a collection.
 func consoleLiveBound(l consoleLimits) uint64 { return 3*uint64(l.head+l.tail+l.pin)/2 + 2<<20 }
 
+// floodReport is what TestConsoleChild measured.
+type floodReport struct {
+	HeapPeak, HeapKept, PeakRSS uint64 // bytes over the child's base heap; VmHWM
+	Lines                       int
+	Dropped                     *results.Dropped
+	Splats                      []results.Splat
+	SplatTimed                  bool
+}
+
+// TestConsoleChild reads a fake QEMU's flood with the real console, in a
+// process of its own so that its heap and peak RSS are the console's.
+func TestConsoleChild(t *testing.T) {
+	kind := os.Getenv("NAPILAB_CONSOLE_CHILD")
+	if kind == "" {
+		t.Skip("only the child of TestConsoleFloodBounded")
+	}
+	n, _ := strconv.ParseInt(os.Getenv("NAPILAB_FLOOD_BYTES"), 10, 64)
+	f, err := os.Create(os.Getenv("NAPILAB_CONSOLE_LOG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	stop := heapPeak()
+	v, err := fakeQEMU(t, kind, n).start(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-v.done
+	var rep floodReport
+	peak := stop()
+	rep.HeapPeak = peak - min(peak, base.HeapInuse)
+	runtime.GC()
+	var live runtime.MemStats
+	runtime.ReadMemStats(&live)
+	rep.HeapKept = live.HeapInuse - min(live.HeapInuse, base.HeapInuse)
+	rep.Lines, rep.Dropped = v.console.count(), v.console.dropped()
+	rep.Splats = results.FindSplatsLines(v.console.lines())
+	rep.SplatTimed = len(rep.Splats) == 1 && !v.console.lineTime(rep.Splats[0].Line).IsZero()
+	status, _ := os.ReadFile("/proc/self/status")
+	if m := regexp.MustCompile(`VmHWM:\s+(\d+) kB`).FindSubmatch(status); m != nil {
+		kb, _ := strconv.ParseUint(string(m[1]), 10, 64)
+		rep.PeakRSS = kb << 10
+	}
+	f.Close()
+	b, _ := json.Marshal(rep)
+	fmt.Printf("\nFLOOD %s\n", b)
+	os.Exit(0)
+}
+
+// consoleFlood runs TestConsoleChild on a flood of n bytes.
+func consoleFlood(t *testing.T, kind string, n int64) (floodReport, string) {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), "console.log")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestConsoleChild$")
+	cmd.Env = append(os.Environ(), "NAPILAB_CONSOLE_CHILD="+kind, "NAPILAB_FLOOD_BYTES="+strconv.FormatInt(n, 10), "NAPILAB_CONSOLE_LOG="+logPath)
+	out, err := cmd.CombinedOutput()
+	_, js, ok := strings.Cut(string(out), "\nFLOOD ")
+	var rep floodReport
+	if err != nil || !ok || json.Unmarshal([]byte(strings.TrimSpace(js)), &rep) != nil {
+		t.Fatalf("the console child: %v\n%s", err, out)
+	}
+	return rep, logPath
+}
+
+// TestConsoleFloodBounded: whatever the guest prints, the console keeps and
+// writes at most its bounds. The flood is 48 MiB: well past every bound,
+// so a bigger one costs the same (NAPILAB_FLOOD_MIB sets another size).
 func TestConsoleFloodBounded(t *testing.T) {
-	const flood = 48 << 20
+	flood := int64(48 << 20)
+	if mib, _ := strconv.ParseInt(os.Getenv("NAPILAB_FLOOD_MIB"), 10, 64); mib > 0 {
+		flood = mib << 20
+	}
+	lim := defaultConsoleLimits
 	for _, kind := range []string{"lines", "long", "binary"} {
 		t.Run(kind, func(t *testing.T) {
-			runtime.GC()
-			var base runtime.MemStats
-			runtime.ReadMemStats(&base)
-			logPath := filepath.Join(t.TempDir(), "console.log")
-			f, err := os.Create(logPath)
+			start := time.Now()
+			rep, logPath := consoleFlood(t, kind, flood)
+			st, err := os.Stat(logPath)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer f.Close()
-			stop := heapPeak()
-			v, err := fakeQEMU(t, kind, flood).start(f)
-			if err != nil {
-				t.Fatal(err)
+			mib := func(n uint64) float64 { return float64(n) / (1 << 20) }
+			t.Logf("%s flood of %d MiB in %.1fs: peak RSS %.1f MiB, heap peak +%.1f MiB, kept +%.1f MiB, console.log %.1f MiB, %d lines",
+				kind, flood>>20, time.Since(start).Seconds(), mib(rep.PeakRSS), mib(rep.HeapPeak), mib(rep.HeapKept), mib(uint64(st.Size())), rep.Lines)
+			if rep.HeapPeak > consoleMemBound(lim) {
+				t.Errorf("the heap grew by %d bytes, want at most %d", rep.HeapPeak, consoleMemBound(lim))
 			}
-			select {
-			case <-v.done:
-			case <-time.After(60 * time.Second):
-				v.stop(0)
-				t.Fatal("the fake QEMU did not end")
+			if rep.HeapKept > consoleLiveBound(lim) {
+				t.Errorf("the console keeps %d bytes, want at most %d", rep.HeapKept, consoleLiveBound(lim))
 			}
-			peak := stop()
-			runtime.GC()
-			var live runtime.MemStats
-			runtime.ReadMemStats(&live)
-			st, _ := f.Stat()
-			lim := defaultConsoleLimits
-			t.Logf("%s flood of %d MiB: heap peak +%.1f MiB, kept +%.1f MiB (base %.1f MiB), console.log %.1f MiB, %d lines",
-				kind, flood>>20, float64(peak-min(peak, base.HeapInuse))/(1<<20), float64(live.HeapInuse-min(live.HeapInuse, base.HeapInuse))/(1<<20),
-				float64(base.HeapInuse)/(1<<20), float64(st.Size())/(1<<20), v.console.count())
-			if grown := peak - min(peak, base.HeapInuse); grown > consoleMemBound(lim) {
-				t.Errorf("the heap grew by %d bytes, want at most %d", grown, consoleMemBound(lim))
-			}
-			if kept := live.HeapInuse - min(live.HeapInuse, base.HeapInuse); kept > consoleLiveBound(lim) {
-				t.Errorf("the console keeps %d bytes, want at most %d", kept, consoleLiveBound(lim))
+			if rep.PeakRSS > consoleRSSBound {
+				t.Errorf("peak RSS %d bytes, want at most %d", rep.PeakRSS, consoleRSSBound)
 			}
 			if st.Size() > consoleDiskBound(lim) {
 				t.Errorf("console.log is %d bytes, want at most %d", st.Size(), consoleDiskBound(lim))
 			}
 			log, _ := os.ReadFile(logPath)
-			if !strings.HasPrefix(string(log), "[    0.000000] Linux version") || !strings.Contains(string(v.console.text()), "Linux version") {
+			if !strings.HasPrefix(string(log), "[    0.000000] Linux version") {
 				t.Errorf("the boot line was not kept: %.80q", log)
 			}
-			d := v.console.dropped()
+			d := rep.Dropped
 			if d == nil {
 				t.Fatal("nothing recorded as dropped")
 			}
@@ -188,21 +246,24 @@ func TestConsoleFloodBounded(t *testing.T) {
 					t.Errorf("dropped %+v; console.log's markers say %d lines, %d bytes", d, lines, bytes)
 				}
 				// The WARNING was in the dropped middle: pinned, it is still found.
-				sp := results.FindSplatsLines(v.console.lines())
-				if len(sp) != 1 || sp[0].Title != "WARNING in napi_disable" || v.console.lineTime(sp[0].Line).IsZero() {
-					t.Errorf("splats %+v, want the WARNING from the middle with its time", sp)
+				if len(rep.Splats) != 1 || rep.Splats[0].Title != "WARNING in napi_disable" || !rep.SplatTimed {
+					t.Errorf("splats %+v, want the WARNING from the middle with its time", rep.Splats)
 				}
 				if !strings.Contains(string(log), "WARNING: CPU: 1 PID: 77") {
 					t.Error("console.log lost the WARNING")
 				}
 			case "long":
-				if d.LongLines != 1 || v.console.count() != 2 {
-					t.Errorf("dropped %+v over %d lines, want one line cut", d, v.console.count())
+				if d.LongLines != 1 || rep.Lines != 2 {
+					t.Errorf("dropped %+v over %d lines, want one line cut", d, rep.Lines)
 				}
 			}
 		})
 	}
 }
+
+// consoleRSSBound is the peak RSS of a test process reading any flood:
+// the test binary itself (about 15 MiB) and the console's heap peak.
+const consoleRSSBound = 64 << 20
 
 // TestConsoleKeepsNumbers checks lines keep their place in the whole
 // console across what the ring dropped.
@@ -417,5 +478,56 @@ func TestDroppedInResult(t *testing.T) {
 	r = &run{vm: &vm{console: newConsole(io.Discard)}, cfg: Config{Logf: t.Logf}}
 	if d := r.dropped(); d != nil {
 		t.Errorf("dropped %+v from a quiet guest, want nil", d)
+	}
+}
+
+// TestGuestConsoleFlood: a real guest floods its serial console around a
+// real WARNING (lkdtm). With the console's bounds shrunk so that a flood a
+// TCG UART can print in seconds is past them, the run still ends FAIL on the
+// WARNING, placed on its step, with console.log within its cap and the drop
+// recorded.
+func TestGuestConsoleFlood(t *testing.T) {
+	k, img := guest(t)
+	saved := defaultConsoleLimits
+	defaultConsoleLimits = consoleLimits{line: 4 << 10, head: 64 << 10, tail: 128 << 10, pin: 64 << 10, file: 256 << 10}
+	defer func() { defaultConsoleLimits = saved }()
+	// The stock image has no shell: the agent's writes to /dev/console
+	// flood it, floodWrites of floodBlock before and after the WARNING.
+	const floodWrites = 200
+	block := strings.Repeat("[flood] a hostile guest fills the console, line after line......\n", 60)
+	flood := fmt.Sprintf("    write: {path: /dev/console, value: %q}\n    every: 1ms\n    count: %d\n", block, floodWrites)
+	scenario := "# A hostile guest floods its serial console around a real WARNING.\n" +
+		"name: console-flood\nmachine: {cpus: 1}\ndefaults: {deadline: 100s}\ntimeline:\n" +
+		"  - name: flood-before\n" + flood +
+		"  - name: provoke\n    write: {path: /sys/kernel/debug/provoke-crash/DIRECT, value: WARNING}\n" +
+		"  - name: flood-after\n" + flood +
+		"asserts:\n  - no-splat: {}\n"
+	file := filepath.Join(t.TempDir(), "console-flood.yaml")
+	if err := os.WriteFile(file, []byte(scenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	res := runScenario(t, file, k, img, func(c *testConfig) { dir = c.OutDir })
+	if res.Verdict != results.Fail || len(res.Splats) != 1 || res.Splats[0].Title != "WARNING in lkdtm_WARNING" || res.Splats[0].Step != "provoke" {
+		t.Errorf("verdict %s %v splats %+v, want FAIL with the WARNING during provoke", res.Verdict, res.Reasons, res.Splats)
+	}
+	st, err := os.Stat(filepath.Join(dir, "console.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bound := consoleDiskBound(defaultConsoleLimits); st.Size() > bound {
+		t.Errorf("console.log is %d bytes, want at most %d", st.Size(), bound)
+	}
+	if res.Dropped == nil || res.Dropped.ConsoleLines == 0 {
+		t.Errorf("dropped %+v, want the flood's middle", res.Dropped)
+	}
+	floodBytes := float64(floodWrites * len(block))
+	for _, s := range res.Steps {
+		if strings.HasPrefix(s.Name, "flood") && s.Duration > 0 {
+			t.Logf("%s: %.0f KiB in %.1fs: %.1f KiB/s through the serial console", s.Name, floodBytes/1024, s.Duration, floodBytes/1024/s.Duration)
+		}
+	}
+	if res.Dropped != nil {
+		t.Logf("console.log %d bytes; dropped %+v", st.Size(), *res.Dropped)
 	}
 }
