@@ -9,10 +9,13 @@ package wire
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"strconv"
 	"sync"
@@ -144,8 +147,9 @@ func (c *Conn) SendContext(ctx context.Context, m *Message) error {
 	if err != nil && n > 0 {
 		c.werr = fmt.Errorf("stream broken by a cut write: %w", err)
 	}
-	if err != nil && ctx.Err() != nil {
-		err = fmt.Errorf("%w (%w)", ctx.Err(), err)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// Only ctx sets the deadline; its timer may not have fired yet.
+		err = fmt.Errorf("%w (%w)", cmp.Or(ctx.Err(), context.DeadlineExceeded), err)
 	}
 	return err
 }
