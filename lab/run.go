@@ -305,5 +305,8 @@ func printVerdict(w io.Writer, r *results.Result, dir string) {
 			fmt.Fprintf(w, "  %s\n", reason)
 		}
 	}
+	if r.Dropped != nil {
+		fmt.Fprintf(w, "  %s\n", r.Dropped)
+	}
 	fmt.Fprintf(w, "  run folder: %s\n", dir)
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -82,6 +83,21 @@ type Dropped struct {
 	LongLines    int64  `json:"long_lines,omitempty"`    // console lines cut at the line cap
 	ControlLong  int64  `json:"control_long,omitempty"`  // control lines over the cap, discarded
 	Garbage      int64  `json:"garbage,omitempty"`       // control lines that were not JSON, discarded
+}
+
+// String says what was dropped in one line.
+func (d Dropped) String() string {
+	var parts []string
+	if d.ConsoleLines > 0 {
+		parts = append(parts, fmt.Sprintf("%d console lines (%d bytes, %s) not kept", d.ConsoleLines, d.ConsoleBytes, d.ConsoleWhere))
+	}
+	if d.LongLines > 0 {
+		parts = append(parts, fmt.Sprintf("%d console lines cut", d.LongLines))
+	}
+	if d.ControlLong > 0 || d.Garbage > 0 {
+		parts = append(parts, fmt.Sprintf("%d control lines too long, %d not JSON", d.ControlLong, d.Garbage))
+	}
+	return "guest output over the bounds: " + strings.Join(parts, "; ")
 }
 
 // Injection is one race-widening probe of a run.

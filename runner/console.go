@@ -310,7 +310,6 @@ func (r *run) dropped() *results.Dropped {
 	if d == (results.Dropped{}) {
 		return nil
 	}
-	r.cfg.Logf("guest output over the bounds: %d console lines (%d bytes, %s) dropped, %d cut; %d control lines too long, %d not JSON",
-		d.ConsoleLines, d.ConsoleBytes, d.ConsoleWhere, d.LongLines, d.ControlLong, d.Garbage)
+	r.cfg.Logf("%s", d)
 	return &d
 }
