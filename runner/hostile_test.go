@@ -78,9 +78,9 @@ const splatReport = `[   13.000000] ------------[ cut here ]------------
 `
 
 // fakeQEMU returns a QEMU whose binary floods its stdout.
-func fakeQEMU(t *testing.T, kind string, n int64) *QEMU {
+func fakeQEMU(t *testing.T, dir, kind string, n int64) *QEMU {
 	t.Helper()
-	script := filepath.Join(t.TempDir(), "qemu")
+	script := filepath.Join(dir, "qemu")
 	body := fmt.Sprintf("#!/bin/sh\nNAPILAB_FLOOD=%s NAPILAB_FLOOD_BYTES=%d exec %q -test.run='^TestFakeQEMU$' -- \"$@\"\n", kind, n, os.Args[0])
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
@@ -151,7 +151,8 @@ func TestConsoleChild(t *testing.T) {
 	var base runtime.MemStats
 	runtime.ReadMemStats(&base)
 	stop := heapPeak()
-	v, err := fakeQEMU(t, kind, n).start(f)
+	// The parent's temporary folder: this process ends in os.Exit.
+	v, err := fakeQEMU(t, filepath.Dir(f.Name()), kind, n).start(f)
 	if err != nil {
 		t.Fatal(err)
 	}
