@@ -317,5 +317,8 @@ func printVerdict(w io.Writer, r *results.Result, dir string) {
 		}
 	}
 	printFlaky(w, r)
+	if r.Dropped != nil {
+		fmt.Fprintf(w, "  %s\n", r.Dropped)
+	}
 	fmt.Fprintf(w, "  run folder: %s\n", dir)
 }

@@ -371,6 +371,9 @@ Totals add up the sampled intervals; hover an area for its context's totals.</p>
 <pre class="cmd">{{$r.QEMU}}</pre>
 {{- end}}
 
+{{- with $r.Dropped}}
+<p class="small">{{.}}</p>
+{{- end}}
 {{- if $r.ConsoleTail}}
 <h2>Console tail</h2>
 <pre>{{$r.ConsoleTail}}</pre>

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -75,6 +76,35 @@ type Result struct {
 	// of this run's own retry.
 	RetryOf   *Retry `json:"retry_of,omitempty"`
 	RetriedIn string `json:"retried_in,omitempty"`
+	// Dropped is the guest output the lab read but did not keep; nil when
+	// it kept everything.
+	Dropped *Dropped `json:"dropped,omitempty"`
+}
+
+// Dropped counts guest output beyond the lab's bounds. A flood alone is not
+// a kernel fault; the counts say how much evidence was lost and where.
+type Dropped struct {
+	ConsoleLines int64  `json:"console_lines,omitempty"` // console lines neither in memory nor in console.log
+	ConsoleBytes int64  `json:"console_bytes,omitempty"` // their bytes
+	ConsoleWhere string `json:"console_where,omitempty"` // which lines: "lines 2001-90000"
+	LongLines    int64  `json:"long_lines,omitempty"`    // console lines cut at the line cap
+	ControlLong  int64  `json:"control_long,omitempty"`  // control lines over the cap, discarded
+	Garbage      int64  `json:"garbage,omitempty"`       // control lines that were not JSON, discarded
+}
+
+// String says what was dropped in one line.
+func (d Dropped) String() string {
+	var parts []string
+	if d.ConsoleLines > 0 {
+		parts = append(parts, fmt.Sprintf("%d console lines (%d bytes, %s) not kept", d.ConsoleLines, d.ConsoleBytes, d.ConsoleWhere))
+	}
+	if d.LongLines > 0 {
+		parts = append(parts, fmt.Sprintf("%d console lines cut", d.LongLines))
+	}
+	if d.ControlLong > 0 || d.Garbage > 0 {
+		parts = append(parts, fmt.Sprintf("%d control lines too long, %d not JSON", d.ControlLong, d.Garbage))
+	}
+	return "guest output over the bounds: " + strings.Join(parts, "; ")
 }
 
 // Injection is one race-widening probe of a run.

@@ -194,6 +194,7 @@ func splatRe(s string) *regexp.Regexp { return regexp.MustCompile(s) }
 
 // splatLine is one console line split into its printk prefix and message.
 type splatLine struct {
+	n       int     // the 1-based console line number
 	raw     string  // the line without CR
 	text    string  // the kernel message after the printk prefix
 	time    float64 // the printk timestamp, -1 if none
@@ -205,7 +206,24 @@ type splatLine struct {
 // other programs' output and ignored. A repeated "unregister_netdevice:
 // waiting" message for the same device is reported once.
 func FindSplats(console []byte) []Splat {
-	lines := splatSplit(console)
+	var lines []ConsoleLine
+	for i, raw := range strings.Split(string(console), "\n") {
+		lines = append(lines, ConsoleLine{N: i + 1, Text: raw})
+	}
+	return FindSplatsLines(lines)
+}
+
+// ConsoleLine is one console line with its 1-based number in the whole
+// console (lines kept from a longer console have gaps between them).
+type ConsoleLine struct {
+	N    int
+	Text string
+}
+
+// FindSplatsLines is FindSplats over the lines kept of a console, in order;
+// a report stops at a gap in the numbering.
+func FindSplatsLines(kept []ConsoleLine) []Splat {
+	lines := splatSplit(kept)
 	kernelOnly := slices.ContainsFunc(lines, func(l splatLine) bool { return l.hasTime })
 	var (
 		splats []Splat
@@ -219,6 +237,9 @@ func FindSplats(console []byte) []Splat {
 		}
 	}
 	for i, l := range lines {
+		if i > 0 && l.n != lines[i-1].n+1 {
+			flush()
+		}
 		if kernelOnly && !l.hasTime {
 			continue
 		}
@@ -234,7 +255,7 @@ func FindSplats(console []byte) []Splat {
 			cur.oops = true
 		case p != nil:
 			flush()
-			cur = &splatOpen{p: p, m: m, line: i + 1}
+			cur = &splatOpen{p: p, m: m, line: l.n}
 		case cur == nil:
 			continue
 		}
@@ -257,20 +278,41 @@ func Allowed(title string, allow []*regexp.Regexp) bool {
 	return false
 }
 
-func splatSplit(console []byte) []splatLine {
-	var lines []splatLine
-	for _, raw := range strings.Split(string(console), "\n") {
-		l := splatLine{raw: strings.Trim(raw, "\r"), time: -1}
-		l.text = l.raw
-		if m := splatPrefixRe.FindStringSubmatchIndex(l.raw); m != nil {
-			l.time, _ = strconv.ParseFloat(l.raw[m[2]:m[3]], 64)
-			l.hasTime = true
-			l.text = l.raw[m[1]:]
-		}
-		lines = append(lines, l)
+func splatSplit(kept []ConsoleLine) []splatLine {
+	lines := make([]splatLine, 0, len(kept))
+	for _, k := range kept {
+		lines = append(lines, splatParse(k.N, k.Text))
 	}
 	return lines
 }
+
+func splatParse(n int, raw string) splatLine {
+	l := splatLine{n: n, raw: strings.Trim(raw, "\r"), time: -1}
+	l.text = l.raw
+	if m := splatPrefixRe.FindStringSubmatchIndex(l.raw); m != nil {
+		l.time, _ = strconv.ParseFloat(l.raw[m[2]:m[3]], 64)
+		l.hasTime = true
+		l.text = l.raw[m[1]:]
+	}
+	return l
+}
+
+// splatHint holds words one of splatPatterns' first lines contains: a
+// cheap test before the patterns, for consoles read as they stream.
+var splatHint = []string{"WARNING", "BUG", "INFO", "LOCKUP", "stall", "fault", "Oops", "panic", "unregister_netdevice", "UBSAN"}
+
+// SplatStart reports whether a console line starts a kernel report; a
+// console reader keeps such a line and the SplatReportLines after it.
+func SplatStart(line string) bool {
+	if !slices.ContainsFunc(splatHint, func(h string) bool { return strings.Contains(line, h) }) {
+		return false
+	}
+	p, _ := splatMatch(splatParse(0, line).text)
+	return p != nil
+}
+
+// SplatReportLines is the most lines a report spans, its first included.
+const SplatReportLines = splatLongLines
 
 func splatMatch(text string) (*splatPattern, map[string]string) {
 	for i := range splatPatterns {

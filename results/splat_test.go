@@ -433,3 +433,20 @@ func TestStackFrame(t *testing.T) {
 		t.Errorf("StackFrame of generic frames = %q, want empty", got)
 	}
 }
+
+// TestFindSplatsLinesKeepsNumbers: splats found among the kept lines of a
+// longer console carry their line in the whole console, and a report ends
+// at a gap (the lines after it are not its own).
+func TestFindSplatsLinesKeepsNumbers(t *testing.T) {
+	lines := []ConsoleLine{
+		{1, "[    0.000000] Linux version 6.1"},
+		{5000, "[   13.000001] WARNING: CPU: 1 PID: 77 at net/core/dev.c:6800 napi_disable+0x5e/0x70"},
+		{5001, "[   13.000002] Call Trace:"},
+		{9000, "[   14.000000]  dev_close+0x10/0x20"},
+		{9001, "[   14.000001] ---[ end trace 0000000000000000 ]---"},
+	}
+	sp := FindSplatsLines(lines)
+	if len(sp) != 1 || sp[0].Line != 5000 || sp[0].Title != "WARNING in napi_disable" || strings.Contains(sp[0].Report, "dev_close") {
+		t.Errorf("splats %+v, want the WARNING at line 5000 ending at the gap", sp)
+	}
+}

@@ -83,6 +83,12 @@ func (c *control) read() {
 	}
 }
 
+// helloBackoff and helloBackoffMax space waitReady's hellos.
+const (
+	helloBackoff    = 50 * time.Millisecond
+	helloBackoffMax = time.Second
+)
+
 // waitReady waits for the agent: its ready event, or an answer to a hello
 // (the event is lost when it is sent before the host end is connected).
 func (c *control) waitReady(ctx context.Context) (*wire.Hello, error) {
@@ -90,6 +96,7 @@ func (c *control) waitReady(ctx context.Context) (*wire.Hello, error) {
 	defer cancel()
 	answered := make(chan *wire.Hello, 1)
 	go func() {
+		wait := helloBackoff
 		for ctx.Err() == nil {
 			var h wire.Hello
 			cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
@@ -102,6 +109,13 @@ func (c *control) waitReady(ctx context.Context) (*wire.Hello, error) {
 			if errors.Is(err, errAgentGone) {
 				return
 			}
+			// A hello that fails at once (a send error, a garbage
+			// answer) must not turn into a tight loop.
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, helloBackoffMax)
 		}
 	}()
 	select {
@@ -169,8 +183,10 @@ func (c *control) call(ctx context.Context, op string, args, out any) error {
 		delete(c.pending, id)
 		c.mu.Unlock()
 	}
-	c.raw.SetWriteDeadline(time.Now().Add(sendTimeout))
-	if err := c.conn.Send(&wire.Message{ID: id, Op: op, Args: wire.Encode(args)}); err != nil {
+	sctx, scancel := context.WithTimeout(ctx, sendTimeout)
+	err := c.conn.SendContext(sctx, &wire.Message{ID: id, Op: op, Args: wire.Encode(args)})
+	scancel()
+	if err != nil {
 		drop()
 		return fmt.Errorf("failed to send %s to the agent: %w", op, err)
 	}
@@ -219,3 +235,6 @@ func stuckAfterSibling(ctx context.Context) bool {
 }
 
 func (c *control) Close() error { return c.raw.Close() }
+
+// dropped says how many control lines were discarded: too long or not JSON.
+func (c *control) dropped() wire.Drops { return c.conn.Dropped() }

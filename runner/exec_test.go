@@ -44,8 +44,10 @@ func fakeExecAgent(t *testing.T, answer func(n int) (wire.ExecResult, string)) *
 }
 
 func TestExecStepKeepsOutput(t *testing.T) {
-	huge := strings.Repeat("x", 10*wire.OutputMax)
-	bounded := wire.OutputMax + len(wire.CutLine(9*wire.OutputMax))
+	// Over the agent's bound, under the line cap: the host clips it.
+	huge := strings.Repeat("x", 6*wire.OutputMax)
+	bounded := wire.OutputMax + len(wire.CutLine(5*wire.OutputMax))
+	overCap := strings.Repeat("x", wire.MaxLine)
 	for _, tc := range []struct {
 		name    string
 		count   int // runs of the step, every 1ms; 0 = once
@@ -75,6 +77,9 @@ func TestExecStepKeepsOutput(t *testing.T) {
 			// The host bounds each stream before it takes the head.
 			runs: []int{1}, stdout: huge[:execHead] + fmt.Sprintf("\n[napilab: %d more bytes are in exec/12-1.log]\n", bounded-execHead),
 			maxFile: 2*bounded + 100},
+		{name: "an answer over the line cap", answer: func(int) (wire.ExecResult, string) { return wire.ExecResult{Stdout: overCap}, "" },
+			// Dropped unread, and the step fails at once instead of at its deadline.
+			err: "the answer was dropped: a line over"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

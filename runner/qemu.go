@@ -1,16 +1,13 @@
 package runner
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -169,95 +166,6 @@ func (v *vm) stop(grace time.Duration) {
 		v.cmd.Process.Kill()
 	}
 	<-v.done
-}
-
-// console collects the serial console: every line with the host time it arrived.
-type console struct {
-	mu    sync.Mutex
-	w     io.Writer
-	lines []consoleLine
-}
-
-type consoleLine struct {
-	at   time.Time
-	text string
-}
-
-func newConsole(w io.Writer) *console { return &console{w: w} }
-
-func (c *console) copy(r io.Reader) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		line, err := br.ReadString('\n')
-		if len(line) > 0 {
-			c.mu.Lock()
-			c.w.Write([]byte(line))
-			c.lines = append(c.lines, consoleLine{at: time.Now(), text: strings.TrimRight(line, "\r\n")})
-			c.mu.Unlock()
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// text returns the whole console so far.
-func (c *console) text() []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var b bytes.Buffer
-	for _, l := range c.lines {
-		b.WriteString(l.text)
-		b.WriteByte('\n')
-	}
-	return b.Bytes()
-}
-
-// lineTime returns when console line n (1-based) arrived.
-func (c *console) lineTime(n int) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if n < 1 || n > len(c.lines) {
-		return time.Time{}
-	}
-	return c.lines[n-1].at
-}
-
-// tail returns the last n lines.
-func (c *console) tail(n int) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	from := max(0, len(c.lines)-n)
-	var parts []string
-	for _, l := range c.lines[from:] {
-		parts = append(parts, l.text)
-	}
-	return strings.Join(parts, "\n")
-}
-
-// waitFor waits until a console line contains s, or ctx ends.
-func (c *console) waitFor(ctx context.Context, s string, from int) bool {
-	for {
-		c.mu.Lock()
-		for ; from < len(c.lines); from++ {
-			if strings.Contains(c.lines[from].text, s) {
-				c.mu.Unlock()
-				return true
-			}
-		}
-		c.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-func (c *console) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.lines)
 }
 
 func eventIdx(off bool) string {

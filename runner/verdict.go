@@ -34,6 +34,7 @@ func (r *run) finish(err error) {
 		r.vm.stop(0)
 		res.ConsoleTail = r.vm.console.tail(60)
 	}
+	res.Dropped = r.dropped()
 	if res.Verdict == results.Error {
 		return
 	}
@@ -195,7 +196,7 @@ func (r *run) splats() results.Assert {
 			}
 		}
 	}
-	found := results.FindSplats(r.vm.console.text())
+	found := results.FindSplatsLines(r.vm.console.lines())
 	for i := range found {
 		r.placeSplat(&found[i])
 	}

@@ -8,10 +8,19 @@ package wire
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"regexp"
+	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // PortName is the virtio-serial port name the agent looks for.
@@ -69,45 +78,156 @@ const (
 	KindTimeout = "timeout" // the agent gave up waiting, e.g. killed a program at its timeout
 )
 
-// Conn reads and writes Messages on a stream; Send is safe for concurrent use.
+// MaxLine bounds one line of the protocol. The longest legitimate message
+// is an ExecResult: two streams of OutputMax bytes (kmemleak reports share
+// the bound; stacks and samples are smaller), which JSON may escape to six
+// bytes each (control bytes and invalid UTF-8 become \u00XX or \ufffd):
+// 2 * 256 KiB * 6 = 3 MiB, plus the message around it.
+const MaxLine = 4 << 20
+
+// Drops counts what Recv read and discarded.
+type Drops struct {
+	Long    int64 // lines over MaxLine
+	Garbage int64 // lines that are not a JSON object (non-empty)
+}
+
+// Conn reads and writes Messages on a stream; Send is safe for concurrent
+// use, Recv is not.
 type Conn struct {
-	r  *bufio.Reader
-	mu sync.Mutex
-	w  io.Writer
+	r       *bufio.Reader
+	max     int
+	long    atomic.Int64
+	garbage atomic.Int64
+	mu      sync.Mutex
+	w       io.Writer
+	werr    error // a write that stopped inside a line: the stream is broken
 }
 
 // NewConn wraps a stream.
 func NewConn(rw io.ReadWriter) *Conn {
-	return &Conn{r: bufio.NewReaderSize(rw, 1<<20), w: rw}
+	return &Conn{r: bufio.NewReaderSize(rw, 64<<10), w: rw, max: MaxLine}
 }
 
+// Dropped returns how many lines Recv has discarded so far.
+func (c *Conn) Dropped() Drops { return Drops{Long: c.long.Load(), Garbage: c.garbage.Load()} }
+
 // Send writes one message as a line.
-func (c *Conn) Send(m *Message) error {
+func (c *Conn) Send(m *Message) error { return c.SendContext(context.Background(), m) }
+
+// writeDeadliner is a stream whose writes can time out (net.Conn, *os.File
+// on a pipe or a socket).
+type writeDeadliner interface {
+	SetWriteDeadline(t time.Time) error
+}
+
+// SendContext writes one message as a line; when the stream takes a write
+// deadline, the write gives up when ctx ends (the peer may stop reading).
+// A write cut inside a line breaks the stream: later sends fail with the
+// same error.
+func (c *Conn) SendContext(ctx context.Context, m *Message) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, err = c.w.Write(append(b, '\n'))
+	if c.werr != nil {
+		return c.werr
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := c.w.(writeDeadliner); ok && ctx.Done() != nil {
+		dl, _ := ctx.Deadline()
+		if d.SetWriteDeadline(dl) == nil {
+			fired := make(chan struct{})
+			stop := context.AfterFunc(ctx, func() {
+				d.SetWriteDeadline(time.Unix(1, 0))
+				close(fired)
+			})
+			defer func() {
+				if !stop() {
+					<-fired
+				}
+				d.SetWriteDeadline(time.Time{})
+			}()
+		}
+	}
+	b = append(b, '\n')
+	n, err := c.w.Write(b)
+	if err != nil && n > 0 {
+		c.werr = fmt.Errorf("stream broken by a cut write: %w", err)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// Only ctx sets the deadline; its timer may not have fired yet.
+		err = fmt.Errorf("%w (%w)", cmp.Or(ctx.Err(), context.DeadlineExceeded), err)
+	}
 	return err
 }
 
-// Recv reads the next message; lines that are not JSON objects are skipped
-// (a virtio-serial port may carry garbage from before the agent started).
+// Recv reads the next message. Lines that are not JSON objects are skipped
+// and counted (a virtio-serial port may carry garbage from before the agent
+// started); lines over MaxLine are read and discarded without being kept
+// whole, and counted.
+//
+// An over-long line that starts like an answer ({"id":N, as Send writes it)
+// comes back as a Message with that ID and an Error, so the request ends
+// at once instead of at its deadline.
 func (c *Conn) Recv() (*Message, error) {
 	for {
-		line, err := c.r.ReadBytes('\n')
-		if len(line) > 1 && line[0] == '{' {
+		line, long, err := c.readLine()
+		switch {
+		case long:
+			c.long.Add(1)
+			if m := longAnswer(line); m != nil {
+				return m, nil
+			}
+		case len(line) > 1 && line[0] == '{':
 			var m Message
 			if jerr := json.Unmarshal(line, &m); jerr == nil {
 				return &m, nil
 			}
+			c.garbage.Add(1)
+		case len(bytes.TrimSpace(line)) > 0:
+			c.garbage.Add(1)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
+}
+
+// readLine returns the next line, or long when it was over c.max: line
+// then holds its first bytes only, the rest was dropped as it was read.
+func (c *Conn) readLine() (line []byte, long bool, err error) {
+	for {
+		frag, err := c.r.ReadSlice('\n')
+		if !long {
+			line = append(line, frag...)
+			if len(line) > c.max+1 {
+				long, line = true, line[:longHead]
+			}
+		}
+		if err != bufio.ErrBufferFull {
+			return line, long, err
+		}
+	}
+}
+
+// longHead is how much of an over-long line is kept to find its ID.
+const longHead = 32
+
+var answerRe = regexp.MustCompile(`^\{"id":([1-9][0-9]{0,17})[,}]`)
+
+// longAnswer turns the head of an over-long answer into an error for its
+// request; nil when the head names no request.
+func longAnswer(head []byte) *Message {
+	m := answerRe.FindSubmatch(head)
+	if m == nil {
+		return nil
+	}
+	id, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	return &Message{ID: id, Error: fmt.Sprintf("the answer was dropped: a line over %d bytes", MaxLine)}
 }
 
 // Encode marshals v for Args or Data.

@@ -2,10 +2,14 @@ package wire
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"net"
 	"strings"
 	"testing"
+	"time"
 )
 
 type pipe struct {
@@ -64,5 +68,53 @@ func TestQdiscArgs(t *testing.T) {
 				t.Errorf("got %s %+v (%v), want %+v", m.Op, got, err, tc.q)
 			}
 		})
+	}
+}
+
+// TestRecvBounded: lines over the cap are dropped without being kept whole
+// and counted, garbage is counted, and an over-long answer fails its
+// request instead of vanishing.
+func TestRecvBounded(t *testing.T) {
+	long := `{"event":"log","data":"` + strings.Repeat("x", 300) + "\"}\n"
+	in := "garbage\n\n" + long + `{"id":12,"data":"` + strings.Repeat("y", 300) + "\"}\n" +
+		strings.Repeat("z", 300) + "\n{bad json\n" + `{"id":3,"data":1}` + "\n"
+	c := NewConn(pipe{Reader: strings.NewReader(in)})
+	c.max = 100
+	m, err := c.Recv()
+	if err != nil || m.ID != 12 || !strings.Contains(m.Error, "the answer was dropped: a line over") {
+		t.Fatalf("got %+v %v, want an error for request 12", m, err)
+	}
+	m, err = c.Recv()
+	if err != nil || m.ID != 3 || string(m.Data) != "1" {
+		t.Fatalf("got %+v %v, want answer 3", m, err)
+	}
+	if d := c.Dropped(); d != (Drops{Long: 3, Garbage: 2}) {
+		t.Errorf("dropped %+v, want 3 long and 2 garbage", d)
+	}
+}
+
+// TestSendDeadline: a peer that does not read makes Send give up when the
+// context ends; a write cut inside a line breaks the stream for later sends.
+func TestSendDeadline(t *testing.T) {
+	host, guest := net.Pipe()
+	defer host.Close()
+	defer guest.Close()
+	c := NewConn(host)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.SendContext(ctx, &Message{ID: 1, Op: OpHello}) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("send error %v, want the deadline", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a send to a peer that does not read did not time out")
+	}
+	// Nothing was written: the stream is whole and the next send works.
+	go io.Copy(io.Discard, guest)
+	if err := c.SendContext(context.Background(), &Message{ID: 2, Op: OpHello}); err != nil {
+		t.Errorf("send after a timeout with nothing written: %v", err)
 	}
 }
