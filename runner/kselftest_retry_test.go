@@ -167,4 +167,3 @@ func TestKnownFlakyFile(t *testing.T) {
 		t.Errorf("good entry reported: %v", err)
 	}
 }
-
