@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/hashicorp/go-multierror"
 
 	"napilab/patches"
+	"napilab/results"
 )
 
 // Spec describes one kernel: its source tarball, its config and its patches.
@@ -63,7 +64,11 @@ type Config struct {
 // defaultConfigBase is the make target used when a spec names none.
 const defaultConfigBase = "tinyconfig"
 
-var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+// ConfigBases are the make targets config.base may name: the small
+// configs a lab guest starts from and the usual architecture defaults.
+// Anything else (install, clean, localmodconfig reading the host's modules)
+// has no business in a kernel spec.
+var ConfigBases = []string{"tinyconfig", "allnoconfig", "alldefconfig", "defconfig", "x86_64_defconfig", "kvm_guest.config"}
 
 // LoadSpec reads, resolves (extends, relative paths) and validates the spec at path.
 func LoadSpec(path string) (*Spec, error) {
@@ -117,16 +122,19 @@ func loadSpec(path string, chain []string) (*Spec, error) {
 	if f.Base.Package != "" {
 		spec.Base.Package = f.Base.Package
 	}
-	if f.Config.Base != "" {
-		spec.Config.Base = f.Config.Base
+	if f.Config.Base.Value != "" {
+		spec.Config.Base = f.Config.Base.Value
 	}
 	spec.Cmdline = append(spec.Cmdline, f.Cmdline...)
 	spec.Config.Selftests = append(spec.Config.Selftests, f.Config.Selftests...)
 
 	var errs *multierror.Error
-	if !nameRe.MatchString(f.Name) {
-		errs = multierror.Append(errs, &SpecError{Path: path, Line: f.NameLine,
-			Msg: fmt.Sprintf("bad name %q, want [A-Za-z0-9][A-Za-z0-9._-]*", f.Name)})
+	if err := results.CheckName(f.Name); err != nil {
+		errs = multierror.Append(errs, &SpecError{Path: path, Line: f.NameLine, Msg: err.Error()})
+	}
+	if b := f.Config.Base; b.Value != "" && !slices.Contains(ConfigBases, b.Value) {
+		errs = multierror.Append(errs, &SpecError{Path: path, Line: b.Line,
+			Msg: fmt.Sprintf("config.base %q: want one of %s", b.Value, strings.Join(ConfigBases, ", "))})
 	}
 	for _, c := range f.Config.Selftests {
 		if !ValidCollection(c) {
