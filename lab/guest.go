@@ -28,6 +28,8 @@ type guests struct {
 	log      io.Writer
 	agent    *images.Image // the agent-only image, built on first use
 	cache    map[string]guest
+
+	cacheOnly bool // use cached kernels only, building none (lab repro)
 }
 
 // guest is a built kernel and image: the run configuration they give and
@@ -67,7 +69,7 @@ func (gs *guests) build(ctx context.Context, kpath string, debian bool, fl kerne
 	if gu, ok := gs.cache[key]; ok {
 		return gu, nil
 	}
-	kern, spec, err := buildKernelFor(ctx, gs.g, kpath, fl, gs.makeJobs, progressWriter(gs.log, false))
+	kern, spec, err := buildKernelFor(ctx, gs.g, kpath, fl, kernels.Options{Jobs: gs.makeJobs, CacheOnly: gs.cacheOnly}, progressWriter(gs.log, false))
 	if err != nil {
 		return guest{}, err
 	}
