@@ -61,6 +61,9 @@ type Config struct {
 	Debug bool
 }
 
+// maxSpecSize bounds a spec file.
+const maxSpecSize = 1 << 20
+
 // defaultConfigBase is the make target used when a spec names none.
 const defaultConfigBase = "tinyconfig"
 
@@ -94,7 +97,7 @@ func loadSpec(path string, chain []string) (*Spec, error) {
 	if slices.Contains(chain, abs) {
 		return nil, &SpecError{Path: path, Msg: "extends cycle"}
 	}
-	data, err := os.ReadFile(path)
+	data, err := results.ReadRegular(path, maxSpecSize)
 	if err != nil {
 		return nil, fmt.Errorf("failed to read spec: %w", err)
 	}
@@ -166,9 +169,14 @@ func loadSpec(path string, chain []string) (*Spec, error) {
 // existingFile resolves a path named in a spec and checks that the file exists.
 func existingFile(specPath, dir, kind string, ref located) (string, error) {
 	p := resolvePath(dir, ref.Value)
-	if _, err := os.Stat(p); err != nil {
+	fi, err := os.Stat(p)
+	if err != nil {
 		return p, &SpecError{Path: specPath, Line: ref.Line,
 			Msg: fmt.Sprintf("%s %q not found (looked for %s)", kind, ref.Value, p), Err: err}
+	}
+	if !fi.Mode().IsRegular() && !fi.IsDir() { // a device or FIFO would block or never end
+		return p, &SpecError{Path: specPath, Line: ref.Line,
+			Msg: fmt.Sprintf("%s %q is not a file or folder (%s)", kind, ref.Value, fi.Mode().Type())}
 	}
 	return p, nil
 }

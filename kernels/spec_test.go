@@ -61,6 +61,8 @@ func TestLoadSpecErrors(t *testing.T) {
 		{"long name", "name: " + strings.Repeat("x", 101) + "\nbase:\n  tarball: /t.tar.xz\n", `x.yaml:1: bad name "xxx`},
 		{"make target", "name: x\nbase:\n  tarball: /t.tar.xz\nconfig:\n  base: install\n", `x.yaml:5: config.base "install": want one of tinyconfig,`},
 		{"make arguments", "name: x\nbase:\n  tarball: /t.tar.xz\nconfig:\n  base: tinyconfig O=/\n", `x.yaml:5: config.base "tinyconfig O=/"`},
+		{"device patch", good + "patches: [/dev/zero]\n", `x.yaml:6: patch "/dev/zero" is not a file or folder`},
+		{"device extends", "name: x\nextends: /dev/zero\n", `x.yaml:2: failed to load extended spec: failed to read spec: /dev/zero is not a regular file`},
 		{"no tarball", "name: x\n", `x.yaml: base.tarball is required`},
 		{"syntax", "name: x\n  bad: [\n", `x.yaml:2: `},
 		{"wrong type", "name: x\ncmdline: {a: b}\n", `x.yaml:2: cannot unmarshal`},
