@@ -17,6 +17,9 @@ type Options struct {
 	Jobs int
 	// Progress, if set, receives progress reports from the calling goroutine.
 	Progress func(Progress)
+	// CacheOnly makes Build return ErrNotCached instead of building (lab
+	// repro: a recorded kernel is used, not rebuilt from changed inputs).
+	CacheOnly bool
 }
 
 // Artifact is a built kernel, published under <root>/kernels.
@@ -127,6 +130,9 @@ func Build(ctx context.Context, spec *Spec, opts Options) (*Artifact, error) {
 	a, why := checkIndexed(b.layout, inputHash)
 	if a != nil {
 		return b.hit(a), nil
+	}
+	if opts.CacheOnly {
+		return nil, fmt.Errorf("kernel %s: %w", spec.Name, ErrNotCached)
 	}
 	if why != "" {
 		b.notes = append(b.notes, why+": rebuilt")

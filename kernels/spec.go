@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/hashicorp/go-multierror"
 
 	"napilab/patches"
+	"napilab/results"
 )
 
 // Spec describes one kernel: its source tarball, its config and its patches.
@@ -60,10 +61,17 @@ type Config struct {
 	Debug bool
 }
 
+// maxSpecSize bounds a spec file.
+const maxSpecSize = 1 << 20
+
 // defaultConfigBase is the make target used when a spec names none.
 const defaultConfigBase = "tinyconfig"
 
-var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+// ConfigBases are the make targets config.base may name: the small
+// configs a lab guest starts from and the usual architecture defaults.
+// Anything else (install, clean, localmodconfig reading the host's modules)
+// has no business in a kernel spec.
+var ConfigBases = []string{"tinyconfig", "allnoconfig", "alldefconfig", "defconfig", "x86_64_defconfig", "kvm_guest.config"}
 
 // LoadSpec reads, resolves (extends, relative paths) and validates the spec at path.
 func LoadSpec(path string) (*Spec, error) {
@@ -89,7 +97,7 @@ func loadSpec(path string, chain []string) (*Spec, error) {
 	if slices.Contains(chain, abs) {
 		return nil, &SpecError{Path: path, Msg: "extends cycle"}
 	}
-	data, err := os.ReadFile(path)
+	data, err := results.ReadRegular(path, maxSpecSize)
 	if err != nil {
 		return nil, fmt.Errorf("failed to read spec: %w", err)
 	}
@@ -117,16 +125,19 @@ func loadSpec(path string, chain []string) (*Spec, error) {
 	if f.Base.Package != "" {
 		spec.Base.Package = f.Base.Package
 	}
-	if f.Config.Base != "" {
-		spec.Config.Base = f.Config.Base
+	if f.Config.Base.Value != "" {
+		spec.Config.Base = f.Config.Base.Value
 	}
 	spec.Cmdline = append(spec.Cmdline, f.Cmdline...)
 	spec.Config.Selftests = append(spec.Config.Selftests, f.Config.Selftests...)
 
 	var errs *multierror.Error
-	if !nameRe.MatchString(f.Name) {
-		errs = multierror.Append(errs, &SpecError{Path: path, Line: f.NameLine,
-			Msg: fmt.Sprintf("bad name %q, want [A-Za-z0-9][A-Za-z0-9._-]*", f.Name)})
+	if err := results.CheckName(f.Name); err != nil {
+		errs = multierror.Append(errs, &SpecError{Path: path, Line: f.NameLine, Msg: err.Error()})
+	}
+	if b := f.Config.Base; b.Value != "" && !slices.Contains(ConfigBases, b.Value) {
+		errs = multierror.Append(errs, &SpecError{Path: path, Line: b.Line,
+			Msg: fmt.Sprintf("config.base %q: want one of %s", b.Value, strings.Join(ConfigBases, ", "))})
 	}
 	for _, c := range f.Config.Selftests {
 		if !ValidCollection(c) {
@@ -158,9 +169,14 @@ func loadSpec(path string, chain []string) (*Spec, error) {
 // existingFile resolves a path named in a spec and checks that the file exists.
 func existingFile(specPath, dir, kind string, ref located) (string, error) {
 	p := resolvePath(dir, ref.Value)
-	if _, err := os.Stat(p); err != nil {
+	fi, err := os.Stat(p)
+	if err != nil {
 		return p, &SpecError{Path: specPath, Line: ref.Line,
 			Msg: fmt.Sprintf("%s %q not found (looked for %s)", kind, ref.Value, p), Err: err}
+	}
+	if !fi.Mode().IsRegular() && !fi.IsDir() { // a device or FIFO would block or never end
+		return p, &SpecError{Path: specPath, Line: ref.Line,
+			Msg: fmt.Sprintf("%s %q is not a file or folder (%s)", kind, ref.Value, fi.Mode().Type())}
 	}
 	return p, nil
 }

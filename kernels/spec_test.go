@@ -58,6 +58,11 @@ func TestLoadSpecErrors(t *testing.T) {
 		{"broken quilt", good + "patches: [q]\n", `x.yaml:6: patch "q": DIR/q/series:1: patch file DIR/q/nope.patch not found`},
 		{"no name", "base:\n  tarball: /t.tar.xz\n", `x.yaml: bad name ""`},
 		{"bad name", "name: ../x\nbase:\n  tarball: /t.tar.xz\n", `x.yaml:1: bad name "../x"`},
+		{"long name", "name: " + strings.Repeat("x", 101) + "\nbase:\n  tarball: /t.tar.xz\n", `x.yaml:1: bad name "xxx`},
+		{"make target", "name: x\nbase:\n  tarball: /t.tar.xz\nconfig:\n  base: install\n", `x.yaml:5: config.base "install": want one of tinyconfig,`},
+		{"make arguments", "name: x\nbase:\n  tarball: /t.tar.xz\nconfig:\n  base: tinyconfig O=/\n", `x.yaml:5: config.base "tinyconfig O=/"`},
+		{"device patch", good + "patches: [/dev/zero]\n", `x.yaml:6: patch "/dev/zero" is not a file or folder`},
+		{"device extends", "name: x\nextends: /dev/zero\n", `x.yaml:2: failed to load extended spec: failed to read spec: /dev/zero is not a regular file`},
 		{"no tarball", "name: x\n", `x.yaml: base.tarball is required`},
 		{"syntax", "name: x\n  bad: [\n", `x.yaml:2: `},
 		{"wrong type", "name: x\ncmdline: {a: b}\n", `x.yaml:2: cannot unmarshal`},
@@ -123,4 +128,32 @@ func TestLoadSpecExtends(t *testing.T) {
 	if !reflect.DeepEqual(spec, want) {
 		t.Errorf("LoadSpec = %+v\nwant %+v", spec, want)
 	}
+}
+
+func TestLoadSpecConfigBases(t *testing.T) {
+	for _, b := range ConfigBases {
+		dir := t.TempDir()
+		writeFiles(t, dir, map[string]string{"x.yaml": "name: x\nbase:\n  tarball: /t.tar.xz\nconfig:\n  base: " + b + "\n"})
+		spec, err := LoadSpec(filepath.Join(dir, "x.yaml"))
+		if err != nil || spec.Config.Base != b {
+			t.Errorf("config.base %s: %v", b, err)
+		}
+	}
+}
+
+// FuzzLoadSpec: a spec file of any content loads or fails with an error, never a crash.
+func FuzzLoadSpec(f *testing.F) {
+	for _, p := range []string{"stock-6.1.yaml", "threaded-napi-6.1.yaml"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("name: x\nextends: x.yaml\nconfig: {base: tinyconfig, fragments: [a.config]}\npatches: [p]\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir := t.TempDir()
+		writeFiles(t, dir, map[string]string{"x.yaml": string(b), "a.config": "CONFIG_A=y\n", "p": testDiff})
+		LoadSpec(filepath.Join(dir, "x.yaml"))
+	})
 }

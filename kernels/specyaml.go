@@ -22,7 +22,7 @@ type specFile struct {
 		Package string `yaml:"package"`
 	} `yaml:"base"`
 	Config struct {
-		Base      string    `yaml:"base"`
+		Base      located   `yaml:"base"`
 		Fragments []located `yaml:"fragments"`
 		Selftests []string  `yaml:"selftests"`
 	} `yaml:"config"`

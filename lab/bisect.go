@@ -112,7 +112,10 @@ func bisect(cmd *cobra.Command, g *globalOptions, o *bisectOptions, file string)
 	if err != nil {
 		return err
 	}
-	out := filepath.Join(o.out, fmt.Sprintf("%s-bisect-%s-%s", time.Now().Format("20060102-150405"), s.Name, base.Name))
+	out, err := results.NewRunDir(o.out, "bisect-"+s.Name+"-"+base.Name)
+	if err != nil {
+		return err
+	}
 	stderr := cmd.ErrOrStderr()
 	runsUsed := 0
 	test := func(k int) (runner.Outcome, error) {

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -122,7 +121,10 @@ func compare(cmd *cobra.Command, g *globalOptions, o *compareOptions, file strin
 		arms[1].Label += " (B)"
 	}
 	stderr := cmd.ErrOrStderr()
-	dir := filepath.Join(o.out, fmt.Sprintf("%s-compare-%s", time.Now().Format("20060102-150405"), arms[0].Cfg.Scenario.Name))
+	dir, err := results.NewRunDir(o.out, "compare-"+arms[0].Cfg.Scenario.Name)
+	if err != nil {
+		return err
+	}
 	runs, err := runner.Interleave(cmd.Context(), arms, dir, o.repeat, func(a runner.Arm, i int, r *results.Result) {
 		fmt.Fprintf(stderr, "%s-%d %-30s %s (%.1fs)\n", a.Tag, i, a.Label, r.Verdict, r.Timings.Total)
 	})

@@ -22,13 +22,14 @@ const debianMemoryMB = 1024
 // image. Scenarios with kselftest steps get the kernel with the collections'
 // config merged and the Debian image holding that kernel's selftests.
 type guests struct {
-	g        *globalOptions
-	makeJobs int
-	flavour  kernels.Flavour // --flavour: every kernel is built so
-	log      io.Writer
-	agent    *images.Image // the agent-only image, built on first use
-	cache    map[string]guest
-	held     []*images.Image // Debian images held until the runs are done
+	g         *globalOptions
+	makeJobs  int
+	flavour   kernels.Flavour // --flavour: every kernel is built so
+	log       io.Writer
+	agent     *images.Image // the agent-only image, built on first use
+	cache     map[string]guest
+	held      []*images.Image // Debian images held until the runs are done
+	cacheOnly bool            // use cached kernels only, building none (lab repro)
 }
 
 // release drops the holds on the Debian images built, letting prunes remove them.
@@ -76,7 +77,7 @@ func (gs *guests) build(ctx context.Context, kpath string, debian bool, fl kerne
 	if gu, ok := gs.cache[key]; ok {
 		return gu, nil
 	}
-	kern, spec, err := buildKernelFor(ctx, gs.g, kpath, fl, gs.makeJobs, progressWriter(gs.log, false))
+	kern, spec, err := buildKernelFor(ctx, gs.g, kpath, fl, kernels.Options{Jobs: gs.makeJobs, CacheOnly: gs.cacheOnly}, progressWriter(gs.log, false))
 	if err != nil {
 		return guest{}, err
 	}

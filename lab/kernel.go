@@ -41,7 +41,7 @@ func newKernelBuildCmd(g *globalOptions) *cobra.Command {
 			}
 			fl = fl.Join(kernels.Flavour{Selftests: o.selftests})
 			for _, spec := range args {
-				a, _, err := buildKernelFor(cmd.Context(), g, spec, fl, o.jobs, progressWriter(cmd.ErrOrStderr(), o.quiet))
+				a, _, err := buildKernelFor(cmd.Context(), g, spec, fl, kernels.Options{Jobs: o.jobs}, progressWriter(cmd.ErrOrStderr(), o.quiet))
 				if err != nil {
 					return err
 				}
@@ -66,7 +66,7 @@ func (g *globalOptions) cache() string {
 
 // buildKernel loads a spec and builds it, reporting progress to stderr.
 func buildKernel(ctx context.Context, g *globalOptions, path string, jobs int, progress func(kernels.Progress)) (*kernels.Artifact, *kernels.Spec, error) {
-	return buildKernelFor(ctx, g, path, kernels.Flavour{}, jobs, progress)
+	return buildKernelFor(ctx, g, path, kernels.Flavour{}, kernels.Options{Jobs: jobs}, progress)
 }
 
 // flavourUsage documents --flavour wherever a command builds kernels.
@@ -74,7 +74,8 @@ const flavourUsage = "build flavour: debug (KASAN, lockdep, UBSAN, kmemleak), ks
 
 // buildKernelFor builds the spec at path as flavour fl (the zero Flavour:
 // the spec as it is).
-func buildKernelFor(ctx context.Context, g *globalOptions, path string, fl kernels.Flavour, jobs int, progress func(kernels.Progress)) (*kernels.Artifact, *kernels.Spec, error) {
+// opts gives make's -j and CacheOnly; the cache and progress are set here.
+func buildKernelFor(ctx context.Context, g *globalOptions, path string, fl kernels.Flavour, opts kernels.Options, progress func(kernels.Progress)) (*kernels.Artifact, *kernels.Spec, error) {
 	spec, err := kernels.LoadSpec(path)
 	if err != nil {
 		return nil, nil, err
@@ -86,7 +87,8 @@ func buildKernelFor(ctx context.Context, g *globalOptions, path string, fl kerne
 	}
 	spec = spec.Flavoured(fl)
 	start := time.Now()
-	a, err := kernels.Build(ctx, spec, kernels.Options{CacheDir: g.cache(), Jobs: jobs, Progress: progress})
+	opts.CacheDir, opts.Progress = g.cache(), progress
+	a, err := kernels.Build(ctx, spec, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kernel %s: %w", spec.Name, err)
 	}

@@ -2,11 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"napilab/kernels"
-	"os"
 	"path/filepath"
-	"time"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -16,7 +16,8 @@ import (
 )
 
 type reproOptions struct {
-	out string
+	out    string
+	kernel string // a spec the user names, trusted in place of replay.json's
 }
 
 func newReproCmd(g *globalOptions) *cobra.Command {
@@ -24,59 +25,130 @@ func newReproCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "repro RUN_FOLDER",
 		Short: "Run a recorded run again: same kernel (by content key), image, resolved scenario and seed",
-		Long: `Reads replay.json and scenario.yaml from the run folder, rebuilds the kernel from its spec if the
-cache lacks it (and refuses when the spec's inputs no longer give the recorded content key), rebuilds
-the image, runs the resolved scenario with the recorded seed, and says whether the failure title is
-the same. Exit codes as lab run.`,
+		Long: `Reads replay.json and scenario.yaml (the resolved scenario, includes merged) from the run folder.
+When the cache holds the recorded kernel (by content key) it is used as is: the spec must still give
+that key, nothing is built. Otherwise the kernel is built from its spec and refused when the spec's
+inputs no longer give the recorded key. replay.json's spec is trusted only under kernels/; name any
+other with --kernel. Its QEMU command line is never run: the run's QEMU is built afresh. It rebuilds
+the image, runs the scenario with the recorded seed and says whether the failure title is the same.
+Exit codes as lab run.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return repro(cmd, g, o, args[0])
 		},
 	}
 	cmd.Flags().StringVarP(&o.out, "out", "o", "results/runs", "folder for the new run folder")
+	cmd.Flags().StringVarP(&o.kernel, "kernel", "k", "", "kernel spec to use instead of replay.json's (needed when that is outside kernels/)")
 	return cmd
 }
 
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+// specsDir is the project's kernel specs folder (lab runs from the project root).
+const specsDir = "kernels"
+
+// maxReplaySize bounds replay.json.
+const maxReplaySize = 1 << 20
+
+// readReplay reads and checks a run folder's replay.json. Fields are data:
+// the spec path is checked by reproSpec, the QEMU line is never run.
+func readReplay(dir string) (*results.Replay, error) {
+	path := filepath.Join(dir, "replay.json")
+	b, err := results.ReadRegular(path, maxReplaySize)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("not a replayable run folder: %w", err)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	var rp results.Replay
+	if err := json.Unmarshal(b, &rp); err != nil {
+		return nil, fmt.Errorf("not a replayable run folder: %s: %w", path, err)
 	}
-	return nil
+	switch rp.Accel {
+	case "", "tcg", "kvm":
+	default:
+		return nil, fmt.Errorf("%s: accel %q: want kvm or tcg", path, rp.Accel)
+	}
+	if _, err := kernels.ParseFlavour(rp.Flavour); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &rp, nil
+}
+
+// reproSpec picks the spec to use: --kernel as given, else replay.json's
+// when it lies under specsDir (symlinks resolved).
+func reproSpec(o *reproOptions, rp *results.Replay) (string, error) {
+	if o.kernel != "" {
+		return o.kernel, nil
+	}
+	root, err := filepath.EvalSymlinks(specsDir)
+	if err == nil {
+		root, err = filepath.Abs(root)
+	}
+	if err != nil {
+		return "", fmt.Errorf("replay.json names kernel spec %s and there is no %s/ folder here: run from the project root or pass --kernel", rp.KernelSpec, specsDir)
+	}
+	p, err := filepath.EvalSymlinks(rp.KernelSpec)
+	if err == nil {
+		p, err = filepath.Abs(p)
+	}
+	if err != nil {
+		return "", fmt.Errorf("replay.json's kernel spec: %w (pass one with --kernel)", err)
+	}
+	if rel, err := filepath.Rel(root, p); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("replay.json names kernel spec %s, outside %s: pass it with --kernel if you trust it", rp.KernelSpec, root)
+	}
+	return rp.KernelSpec, nil
 }
 
 func repro(cmd *cobra.Command, g *globalOptions, o *reproOptions, dir string) error {
 	ctx := cmd.Context()
-	var rp results.Replay
-	if err := readJSON(filepath.Join(dir, "replay.json"), &rp); err != nil {
-		return fmt.Errorf("not a replayable run folder: %w", err)
+	stderr := cmd.ErrOrStderr()
+	rp, err := readReplay(dir)
+	if err != nil {
+		return err
+	}
+	kpath, err := reproSpec(o, rp)
+	if err != nil {
+		return err
+	}
+	// The key is checked against the cache before any spec is built.
+	cached, err := kernels.FindKey(g.cache(), rp.KernelKey)
+	if err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(dir, "replay.json"), err)
 	}
 	orig, err := results.Read(filepath.Join(dir, "result.json"))
 	if err != nil {
 		return err
 	}
-	s, err := scenarios.Open(filepath.Join(dir, "scenario.yaml"), nil)
+	// The resolved copy, not replay.json's scenario path: it is what ran.
+	spath := filepath.Join(dir, "scenario.yaml")
+	s, err := scenarios.Open(spath, nil)
 	if err != nil {
 		return err
 	}
-	gs := newGuests(g, 0, cmd.ErrOrStderr())
-	if gs.flavour, err = kernels.ParseFlavour(rp.Flavour); err != nil {
-		return fmt.Errorf("%s: %w", filepath.Join(dir, "replay.json"), err)
+	fmt.Fprintf(stderr, "scenario: %s (the resolved copy saved by the run; replay.json's %s is not read)\n", spath, rp.Scenario)
+	gs := newGuests(g, 0, stderr)
+	gs.flavour, _ = kernels.ParseFlavour(rp.Flavour)
+	if cached != nil {
+		gs.cacheOnly = true
+		fmt.Fprintf(stderr, "kernel: %s from the cache (key %s), spec %s\n", cached.Dir, rp.KernelKey[:16], kpath)
+	} else {
+		fmt.Fprintf(stderr, "kernel: key %s is not in the cache: building spec %s\n", rp.KernelKey[:16], kpath)
 	}
-	cfg, err := gs.config(ctx, rp.KernelSpec, s)
+	cfg, err := gs.config(ctx, kpath, s)
+	if errors.Is(err, kernels.ErrNotCached) {
+		return &exitCodeError{code: exitError, err: fmt.Errorf("spec %s no longer gives the cached kernel %s: its spec, patches or compiler changed", kpath, rp.KernelKey[:16])}
+	}
 	if err != nil {
 		return err
 	}
 	if key := cfg.Kernel.Key; key != rp.KernelKey {
-		return &exitCodeError{code: exitError, err: fmt.Errorf("kernel %s now builds as %s, the run used %s: its spec, patches or compiler changed", cfg.Kernel.Spec, key[:16], rp.KernelKey[:min(16, len(rp.KernelKey))])}
+		return &exitCodeError{code: exitError, err: fmt.Errorf("kernel %s now builds as %s, the run used %s: its spec, patches or compiler changed", cfg.Kernel.Spec, key[:min(16, len(key))], rp.KernelKey[:16])}
 	}
 	if cfg.ImageHash != rp.ImageHash {
-		fmt.Fprintf(cmd.ErrOrStderr(), "note: the guest image changed since the run (agent code): %s, was %s\n", cfg.ImageHash[:16], rp.ImageHash[:min(16, len(rp.ImageHash))])
+		fmt.Fprintf(stderr, "note: the guest image changed since the run (agent code): %s, was %.16s\n", cfg.ImageHash[:min(16, len(cfg.ImageHash))], rp.ImageHash)
 	}
-	out := filepath.Join(o.out, fmt.Sprintf("%s-repro-%s", time.Now().Format("20060102-150405"), filepath.Base(dir)))
+	out, err := results.NewRunDir(o.out, "repro-"+filepath.Base(filepath.Clean(dir)))
+	if err != nil {
+		return err
+	}
 	cfg.Scenario, cfg.OutDir, cfg.Accel, cfg.Params, cfg.Seed = s, out, rp.Accel, rp.Params, rp.Seed
 	res := runner.Run(ctx, cfg)
 	printVerdict(cmd.OutOrStdout(), res, out)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 	"napilab/kernels"
-	"path/filepath"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -127,7 +127,6 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 	}
 	var jobs []runner.Job
 	memory := 0
-	stamp := time.Now().Format("20060102-150405")
 	out := cmd.OutOrStdout()
 	for _, kpath := range o.kernels {
 		for _, p := range plan {
@@ -165,7 +164,6 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 					cfg.Logf = func(f string, a ...any) { fmt.Fprintf(stderr, "  "+f+"\n", a...) }
 				}
 				cfg.Scenario, cfg.Accel, cfg.Params, cfg.NoPolls = s, o.accel, params, o.noPolls
-				cfg.OutDir = filepath.Join(o.out, fmt.Sprintf("%s-%s", stamp, strings.NewReplacer("@", "-", "#", "-").Replace(name)))
 				j := runner.Job{Name: name, Group: group, Estimate: s.Estimate(), Cfg: cfg}
 				o.flakes.apply(&j)
 				jobs = append(jobs, j)
@@ -173,6 +171,19 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 		}
 	}
 	jobs = runner.Shard(jobs, k, n)
+	for i := range jobs {
+		if jobs[i].Cfg.OutDir, err = results.NewRunDir(o.out, jobs[i].Name); err != nil {
+			return err
+		}
+	}
+	ran := map[string]bool{}
+	defer func() { // the folders of runs --until-fail or Ctrl-C never started
+		for _, j := range jobs {
+			if !ran[j.Cfg.OutDir] {
+				os.Remove(j.Cfg.OutDir) // only if empty
+			}
+		}
+	}()
 	parallel := runner.MaxParallel(o.parallel, memory)
 	if len(jobs) > 1 {
 		fmt.Fprintf(stderr, "%d runs, %d at once\n", len(jobs), parallel)
@@ -180,6 +191,7 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 	groups := map[string][]*results.Result{}
 	worst := results.Pass
 	runner.RunBatch(ctx, jobs, parallel, o.untilFail, func(j runner.Job, r *results.Result) {
+		ran[j.Cfg.OutDir] = true
 		printVerdict(out, r, runDir(j, r))
 		groups[j.Group] = append(groups[j.Group], r)
 		if r.Verdict.ExitCode() > worst.ExitCode() {

@@ -3,12 +3,11 @@ package main
 import (
 	"fmt"
 	"napilab/kernels"
-	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"napilab/images"
+	"napilab/results"
 	"napilab/runner"
 	"napilab/scenarios"
 )
@@ -70,7 +69,7 @@ collections' config merged into the kernel, as lab kselftest does.`,
 				if s.NeedsDebian() {
 					return fmt.Errorf("%s needs the Debian image: add --image debian", s.Name)
 				}
-				k, spec, berr := buildKernelFor(ctx, g, o.kernel, fl, 0, progressWriter(cmd.ErrOrStderr(), false))
+				k, spec, berr := buildKernelFor(ctx, g, o.kernel, fl, kernels.Options{}, progressWriter(cmd.ErrOrStderr(), false))
 				if berr != nil {
 					return berr
 				}
@@ -85,7 +84,10 @@ collections' config merged into the kernel, as lab kselftest does.`,
 			if err != nil {
 				return err
 			}
-			dir := filepath.Join(o.out, fmt.Sprintf("%s-shell-%s", time.Now().Format("20060102-150405"), cfg.Kernel.Spec))
+			dir, err := results.NewRunDir(o.out, "shell-"+cfg.Kernel.Spec)
+			if err != nil {
+				return err
+			}
 			cfg.Scenario, cfg.OutDir, cfg.Accel, cfg.Params, cfg.Shell = s, dir, o.accel, params, true
 			cfg.Logf = func(f string, a ...any) { fmt.Fprintf(cmd.ErrOrStderr(), "  "+f+"\n", a...) }
 			res := runner.Run(ctx, cfg)

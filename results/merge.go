@@ -2,10 +2,12 @@ package results
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 )
 
 // Merge gathers the run folders found under dirs (shards of one CI
@@ -14,8 +16,15 @@ import (
 func Merge(dirs []string, out string) ([]*Result, error) {
 	var runs []string
 	for _, d := range dirs {
-		err := filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+		d, err := filepath.EvalSymlinks(d) // the folders named are the user's; links inside are refused
+		if err != nil {
+			return nil, fmt.Errorf("failed to read shard folder: %w", err)
+		}
+		err = filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
 			if err != nil {
+				return err
+			}
+			if err := mergeable(p, e); err != nil {
 				return err
 			}
 			if !e.IsDir() && e.Name() == "result.json" {
@@ -51,9 +60,27 @@ func Merge(dirs []string, out string) ([]*Result, error) {
 	return rs, WriteJUnit(filepath.Join(out, "junit.xml"), rs)
 }
 
+// MaxMergeFile bounds each file Merge copies.
+const MaxMergeFile = 1 << 30
+
+// mergeable refuses what Merge does not copy: symbolic links (it never
+// follows them) and devices, FIFOs and sockets.
+func mergeable(p string, e fs.DirEntry) error {
+	switch t := e.Type(); {
+	case t&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s is a symbolic link: merge does not follow links", p)
+	case !t.IsDir() && !t.IsRegular():
+		return fmt.Errorf("%s is not a regular file (%s): not merged", p, t)
+	}
+	return nil
+}
+
 func copyTree(src, dst string) error {
 	return filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
+			return err
+		}
+		if err := mergeable(p, e); err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(src, p)
@@ -61,10 +88,35 @@ func copyTree(src, dst string) error {
 		if e.IsDir() {
 			return os.MkdirAll(target, 0o755)
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, 0o644)
+		return copyFile(p, target)
 	})
+}
+
+// copyFile copies a regular file of at most MaxMergeFile bytes, never
+// through a link, streaming.
+func copyFile(src, dst string) error {
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > MaxMergeFile {
+		return fmt.Errorf("%s: not a regular file of at most %d bytes: not merged", src, int64(MaxMergeFile))
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(out, io.LimitReader(in, MaxMergeFile+1))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n > MaxMergeFile {
+		err = fmt.Errorf("%s grew over %d bytes while merged", src, int64(MaxMergeFile))
+	}
+	return err
 }

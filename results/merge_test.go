@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -41,5 +42,54 @@ func TestMergeShards(t *testing.T) {
 	}
 	if _, err := Merge([]string{filepath.Join(root, "shard-1"), filepath.Join(root, "shard-1")}, filepath.Join(root, "m2")); err == nil {
 		t.Error("the same run twice was accepted")
+	}
+}
+
+// TestMergeRefusesLinks: a symlink in a shard (to a file the merger may
+// read and the shard's author may not) is refused, never copied, and a
+// FIFO does not block the merge.
+func TestMergeRefusesLinks(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("SECRET"), 0o600)
+	for _, tc := range []struct {
+		name  string
+		plant func(run string) error
+		want  string
+	}{
+		{"linked file", func(run string) error { return os.Symlink(secret, filepath.Join(run, "console.log")) }, "symbolic link"},
+		{"linked result", func(run string) error {
+			os.Remove(filepath.Join(run, "result.json"))
+			return os.Symlink(secret, filepath.Join(run, "result.json"))
+		}, "symbolic link"},
+		{"fifo", func(run string) error { return syscall.Mkfifo(filepath.Join(run, "console.log"), 0o644) }, "not a regular file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			run := filepath.Join(root, "shard", "a")
+			os.MkdirAll(run, 0o755)
+			r := &Result{Scenario: "a", Verdict: Pass, Started: time.Now()}
+			if err := r.Write(run); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.plant(run); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(root, "merged")
+			done := make(chan error, 1)
+			go func() { _, err := Merge([]string{filepath.Join(root, "shard")}, out); done <- err }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("merge blocked")
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %v, want %q", err, tc.want)
+			}
+			b, _ := os.ReadFile(filepath.Join(out, "a", "console.log"))
+			if strings.Contains(string(b), "SECRET") {
+				t.Error("the link's target was copied")
+			}
+		})
 	}
 }

@@ -253,9 +253,12 @@ func (r *Result) Write(dir string) error {
 	return r.WriteJUnit(filepath.Join(dir, "junit.xml"))
 }
 
-// Read loads a result.json.
+// MaxResultSize bounds the result.json Read accepts.
+const MaxResultSize = 64 << 20
+
+// Read loads a result.json, a regular file of at most MaxResultSize.
 func Read(path string) (*Result, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadRegular(path, MaxResultSize)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"fmt"
+	"os"
 
 	"napilab/results"
 )
@@ -21,6 +23,11 @@ func runJob(ctx context.Context, j Job, run func(context.Context, Config) *resul
 	}
 	cfg := j.Cfg
 	cfg.OutDir = RetryDir(j.Cfg.OutDir)
+	if err := os.Mkdir(cfg.OutDir, 0o755); err != nil {
+		// Run folders are created exclusively; another run's folder is never reused.
+		first.Reasons = append(first.Reasons, fmt.Sprintf("not retried: %v", err))
+		return first
+	}
 	if cfg.Logf != nil {
 		cfg.Logf("FAIL on timing-only assertions alone: running %s once more into %s", j.Name, cfg.OutDir)
 	}

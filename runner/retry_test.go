@@ -66,10 +66,8 @@ func TestRunJobRetriesTimingOnly(t *testing.T) {
 				dirs = append(dirs, cfg.OutDir)
 				return tc.runs[len(dirs)-1]
 			}
-			for _, d := range []string{dir, RetryDir(dir)} {
-				if err := mkdir(d); err != nil {
-					t.Fatal(err)
-				}
+			if err := mkdir(dir); err != nil {
+				t.Fatal(err)
 			}
 			j := Job{Name: "s", Cfg: Config{OutDir: dir, Strict: tc.strict}, RetryTiming: tc.retry}
 			r := runJob(context.Background(), j, run)
@@ -119,3 +117,22 @@ func TestEvaluateMarksTimingOnly(t *testing.T) {
 }
 
 func mkdir(d string) error { return os.MkdirAll(d, 0o755) }
+
+// A retry never writes into a folder that exists: run folders are exclusive.
+func TestRetryFolderIsExclusive(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	for _, d := range []string{dir, RetryDir(dir)} {
+		if err := mkdir(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := 0
+	run := func(context.Context, Config) *results.Result {
+		calls++
+		return failed(slowRate)
+	}
+	r := runJob(context.Background(), Job{Name: "s", Cfg: Config{OutDir: dir}, RetryTiming: true}, run)
+	if calls != 1 || r.Verdict != results.Fail || !strings.Contains(strings.Join(r.Reasons, "\n"), "not retried") {
+		t.Errorf("%d runs, verdict %s %q: want one run, FAIL, not retried", calls, r.Verdict, r.Reasons)
+	}
+}

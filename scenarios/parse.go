@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,9 +18,18 @@ import (
 // parameters, parses and validates it. params override the files' defaults.
 // All problems are reported at once, as Errors with file:line:col.
 func Open(path string, params map[string]string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	// Not results.ReadRegular: lab run <(generator) is a pipe.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("failed to read %s: %w", path, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s: over %d bytes, too large for a scenario", path, MaxFileSize)
 	}
 	return Parse(path, data, params)
 }
@@ -60,7 +70,10 @@ func Parse(name string, data []byte, params map[string]string) (*Scenario, error
 		return nil, fmt.Errorf("%s: empty scenario", name)
 	}
 	checkKnown(root, typeOfScenario, "", c)
-	s := &Scenario{Path: name}
+	s := &Scenario{Path: name, namePos: Pos{File: name, Line: 1, Col: 1}}
+	if k := keyNode(root, "name"); k != nil {
+		s.namePos = c.files.resolve(k.Line, k.Column)
+	}
 	if err := root.Decode(s); err != nil {
 		var te *yaml.TypeError
 		if !errors.As(err, &te) {
@@ -117,6 +130,7 @@ func (ss sources) names() []string {
 // loadTree reads the main file's and, recursively, the included files'
 // params and include lists.
 func loadTree(name string, data []byte, c *collector) (sources, error) {
+	roots := includeRoots(name)
 	var out sources
 	seen := map[string]bool{}
 	var visit func(name string, data []byte, chain []string) error
@@ -133,7 +147,7 @@ func loadTree(name string, data []byte, c *collector) (sources, error) {
 		seen[abs] = true
 		var head struct {
 			Params  map[string]string `yaml:"params"`
-			Include []string          `yaml:"include"`
+			Include []yaml.Node       `yaml:"include"`
 		}
 		// A lenient first parse: parameter references become plain words so
 		// that they parse anywhere.
@@ -144,13 +158,9 @@ func loadTree(name string, data []byte, c *collector) (sources, error) {
 		out = append(out, src)
 		c.files = append(c.files, name)
 		for _, inc := range head.Include {
-			p := inc
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(filepath.Dir(name), inc)
-			}
-			b, err := os.ReadFile(p)
+			p, b, err := roots.read(name, inc)
 			if err != nil {
-				return fmt.Errorf("%s: include %s: %w", name, inc, err)
+				return err
 			}
 			if err := visit(p, b, append(chain, abs)); err != nil {
 				return err

@@ -39,6 +39,8 @@ type Scenario struct {
 	Source []byte `yaml:"-"`
 	// Includes are the fragment files that were merged in.
 	Includes []string `yaml:"-"`
+
+	namePos Pos // where name: is, for its error
 }
 
 // Machine is the guest's hardware and boot settings.

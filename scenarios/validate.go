@@ -119,6 +119,8 @@ func (s *Scenario) validate(c *collector, params map[string]string) {
 		netns: map[string]bool{"": true}, addrs: map[string]string{}, devs: map[string]bool{}, nics: map[string]*NIC{}}
 	if s.Name == "" {
 		c.add(k.top, "missing name")
+	} else if err := results.CheckName(s.Name); err != nil {
+		c.add(s.namePos, "%v", err)
 	}
 	if n := s.Machine.CPUs; n < 1 || n > MaxCPUs {
 		c.add(k.top, "machine.cpus %d: want 1-%d", n, MaxCPUs)

@@ -1,0 +1,112 @@
+package results
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// MaxNameLen bounds a scenario or kernel spec name: it becomes part of a
+// folder name.
+const MaxNameLen = 100
+
+var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// CheckName is the rule for the names of scenarios and kernel specs, which
+// name run folders and cache folders: a letter or digit, then letters,
+// digits, '.', '_' or '-', at most MaxNameLen in all.
+func CheckName(name string) error {
+	if !nameRe.MatchString(name) || len(name) > MaxNameLen {
+		return fmt.Errorf("bad name %q, want [A-Za-z0-9][A-Za-z0-9._-]* (at most %d characters)", name, MaxNameLen)
+	}
+	return nil
+}
+
+// maxFolderName bounds the name part of a run folder (file names stop at 255 bytes).
+const maxFolderName = 160
+
+// NewRunDir creates a new, empty run folder directly under root, named
+// after the time and name, and returns its path. Characters of name other
+// than letters, digits and ._=,+- become '-', so the folder is under root
+// whatever name holds. It never reuses a folder: when the name is taken
+// (two runs in one second) it adds -2, -3, ...
+func NewRunDir(root, name string) (string, error) {
+	return newRunDir(root, name, time.Now())
+}
+
+func newRunDir(root, name string, now time.Time) (string, error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("failed to create the results folder: %w", err)
+	}
+	base := filepath.Join(root, now.Format("20060102-150405")+"-"+folderName(name))
+	for i := 1; i <= 1000; i++ {
+		dir := base
+		if i > 1 {
+			dir = fmt.Sprintf("%s-%d", base, i)
+		}
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("failed to create the run folder: %w", err)
+		}
+	}
+	return "", fmt.Errorf("failed to create the run folder: %s and 999 suffixed names are taken", base)
+}
+
+// folderName maps a run name onto one safe path element.
+func folderName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._=,+-", c) >= 0
+		if !ok {
+			b[i] = '-'
+		}
+	}
+	if len(b) > maxFolderName {
+		b = b[:maxFolderName]
+	}
+	if len(b) == 0 {
+		return "run"
+	}
+	return string(b)
+}
+
+// ReadRegular reads a regular file of at most limit bytes. Anything else
+// (a device, a FIFO, a folder, a larger file) is refused without reading
+// it, so its content never reaches an error message. It follows symlinks;
+// callers that must not, check with os.Lstat first.
+func ReadRegular(path string, limit int64) ([]byte, error) {
+	// O_NONBLOCK: opening a FIFO must not wait for a writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("%s is %d bytes, over the limit of %d", path, fi.Size(), limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s grew over the limit of %d bytes", path, limit)
+	}
+	return b, nil
+}
