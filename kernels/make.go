@@ -40,7 +40,8 @@ func (m *maker) make(ctx context.Context, target string, jobs int, onLine func(s
 	}
 	fmt.Fprintf(m.log, "$ %s\n", strings.Join(argv, " "))
 	env := append(os.Environ(), "CCACHE_DIR="+m.b.layout.ccacheDir())
-	return runMake(ctx, command{argv: argv, env: env, log: m.log}, target, m.logPath, onLine)
+	c := command{argv: argv, env: env, log: m.log, jail: []string{m.b.layout.root}}
+	return runMake(ctx, c, target, m.logPath, onLine)
 }
 
 // configure produces the final .config: base target, fragment merge,

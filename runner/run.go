@@ -20,6 +20,7 @@ import (
 
 	"napilab/images/wire"
 	"napilab/results"
+	"napilab/sandbox"
 	"napilab/scenarios"
 )
 
@@ -134,6 +135,10 @@ func (r *run) do(ctx context.Context) error {
 		return infra("failed to create a socket folder: %w", err)
 	}
 	defer os.RemoveAll(sockDir)
+	// QEMU, as sandbox.UID, creates the control and monitor sockets here.
+	if err := sandbox.Own(sockDir); err != nil {
+		return infra("failed to create a socket folder: %w", err)
+	}
 
 	var taps []TapSpec
 	for i, n := range r.s.Topology.NICs {
