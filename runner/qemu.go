@@ -126,7 +126,8 @@ type vm struct {
 // to the in-memory log. Callers must call stop. When lab runs as root,
 // QEMU runs as sandbox.UID:GID (with /dev/kvm's group for kvm), which may
 // not reach the cache: the kernel and initrd are opened here and passed as
-// fds after the NICs' (the sockets' folder must be its: see run.do).
+// fds after the NICs' and made readable by all (the sockets' folder must be
+// its: see run.do).
 func (q *QEMU) start(w io.Writer) (*vm, error) {
 	cmd := exec.Command(q.binary(), q.Args()...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -141,6 +142,14 @@ func (q *QEMU) start(w io.Writer) (*vm, error) {
 				return nil, fmt.Errorf("failed to open %s for QEMU: %w", p, err)
 			}
 			defer f.Close() // QEMU has its own copy once started
+			// QEMU reopens it through /proc/self/fd, which checks the
+			// file's mode: images are published 0600. Neither a kernel
+			// nor an image (Debian packages and the agent) is secret.
+			if fi, err := f.Stat(); err == nil && fi.Mode().Perm()&0o004 == 0 {
+				if err := f.Chmod(fi.Mode().Perm() | 0o044); err != nil {
+					return nil, fmt.Errorf("failed to make %s readable for QEMU: %w", p, err)
+				}
+			}
 			paths = append(paths, fmt.Sprintf("/proc/self/fd/%d", 3+len(cmd.ExtraFiles)))
 			cmd.ExtraFiles = append(cmd.ExtraFiles, f)
 		}

@@ -29,7 +29,7 @@ func TestQEMUStartsUnprivileged(t *testing.T) {
 	}
 	private := t.TempDir() // 0700
 	for name, data := range map[string]string{"bzImage": "KERNEL", "initramfs": "INITRD"} {
-		if err := os.WriteFile(filepath.Join(private, name), []byte(data), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(private, name), []byte(data), 0o600); err != nil { // as images are published
 			t.Fatal(err)
 		}
 	}
