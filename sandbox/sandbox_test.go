@@ -44,7 +44,7 @@ func TestStartSandboxesCommand(t *testing.T) {
 	if err := Own(own); err != nil {
 		t.Fatal(err)
 	}
-	script := `id -u; id -G; grep -c : /proc/net/dev; echo pwned >> "$0" || echo denied; echo built > "$1/out"`
+	script := `id -u; id -G; grep -c : /proc/net/dev; echo $$; echo pwned >> "$0" || echo denied; echo built > "$1/out"`
 	cmd := exec.Command("sh", "-c", script, victim, own)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -56,9 +56,11 @@ func TestStartSandboxesCommand(t *testing.T) {
 		t.Fatalf("%v: %s", err, out.String())
 	}
 	lines := strings.Split(out.String(), "\n")
-	// uid, groups, one interface (lo), the refused write
-	if len(lines) < 4 || lines[0] != "65534" || lines[1] != "65534" || lines[2] != "1" || !strings.Contains(out.String(), "denied") {
-		t.Errorf("sandboxed output = %q, want uid and groups 65534, only lo, the write denied", out.String())
+	// uid, groups, one interface (lo), pid 1 of its own namespace (the
+	// host's init, pid 1 outside, is not its to signal), the refused write
+	if len(lines) < 5 || lines[0] != "65534" || lines[1] != "65534" || lines[2] != "1" || lines[3] != "1" ||
+		!strings.Contains(out.String(), "denied") {
+		t.Errorf("sandboxed output = %q, want uid and groups 65534, only lo, pid 1, the write denied", out.String())
 	}
 	if data, _ := os.ReadFile(victim); string(data) != "root's\n" {
 		t.Errorf("root-owned file = %q, want it untouched", data)
@@ -143,5 +145,25 @@ func TestOwnAndDisown(t *testing.T) {
 	}
 	if owner(t, file) != 0 || owner(t, filepath.Join(dir, "a", "c")) != 0 {
 		t.Error("Disown left entries owned by the sandbox's uid")
+	}
+}
+
+// A process that leaves the command's process group (setsid) still dies
+// with it: it is in the command's pid namespace.
+func TestStartLeavesNothingRunning(t *testing.T) {
+	requireRoot(t)
+	cmd := exec.Command("sh", "-c", "setsid sleep 1234 & exit 0")
+	wait, err := Start(cmd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if data, _ := os.ReadFile(p); string(data) == "sleep\x001234\x00" {
+			t.Errorf("%s outlived the sandboxed command", filepath.Dir(p))
+		}
 	}
 }

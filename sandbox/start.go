@@ -13,8 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Start starts cmd as UID:GID in a new user, mount and network namespace:
-// cmd writes only what UID may write and has no network. dirs are the folders cmd must reach; an ancestor UID
+// Start starts cmd as UID:GID in a new user, mount, network and pid
+// namespace: cmd writes only what UID may write, has no network and sees
+// no process but its own. dirs are the folders cmd must reach; an ancestor UID
 // cannot search (root's 0700 home above the cache) is covered, for cmd
 // only, by an empty tmpfs in which dirs are bind-mounted at their own paths.
 //
@@ -34,7 +35,10 @@ func Start(cmd *exec.Cmd, dirs []string) (wait func() error, err error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	a := cmd.SysProcAttr
-	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET
+	// Its own pid namespace: nothing it starts outlives it (setsid does
+	// not escape the kill of the namespace's init), and it cannot signal
+	// or ptrace processes outside, such as QEMU running as the same uid.
+	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID
 	// UID is itself inside, with no supplementary groups; nothing else is
 	// mapped. Not the namespace's root: the child has no capabilities, and
 	// GNU patch, which gives a new file its old owner, sees files of
