@@ -210,7 +210,7 @@ func (b *builder) build(ctx context.Context) (*Artifact, error) {
 		}
 	}
 	logPath := filepath.Join(work, "build.log")
-	log, err := os.Create(logPath)
+	log, err := sandbox.CreateBeneath(work, "build.log", 0o644) // work is make's: no symlink followed
 	if err != nil {
 		return nil, fmt.Errorf("failed to create build log: %w", err)
 	}

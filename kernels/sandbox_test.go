@@ -81,3 +81,46 @@ func TestSelftestMakeKillsGroup(t *testing.T) {
 		t.Errorf("cancelled selftests make returned after %v, want at once", d)
 	}
 }
+
+// What a sandboxed make leaves in the work dir is not followed by lab (as
+// root): a bzImage symlinked to a host secret is not published, and a
+// build.log symlinked to a host file is replaced, not written through.
+func TestBuildFollowsNoPlantedSymlink(t *testing.T) {
+	if !sandbox.Active() {
+		t.Skip("the build sandbox applies only to root")
+	}
+	dir, base, l := fakeKbuildLab(t)
+	victim := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(victim, []byte("host secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("VICTIM", victim)
+	bin := filepath.Join(dir, "bin")
+	if err := os.Rename(filepath.Join(bin, "make"), filepath.Join(bin, "make.real")); err != nil {
+		t.Fatal(err)
+	}
+	hostile := `#!/bin/sh
+work=${3#O=}; eval target=\${$#}
+make.real "$@" || exit $?
+if [ "$target" = bzImage ]; then
+	ln -sfn "$VICTIM" "$work/arch/x86/boot/bzImage"
+	ln -sfn "$VICTIM" "$work/build.log"
+fi
+`
+	writeFiles(t, bin, map[string]string{"make": hostile})
+	os.Chmod(filepath.Join(bin, "make"), 0o755)
+	opts := Options{CacheDir: l.root, Jobs: 1}
+	for i := 0; i < 2; i++ {
+		a, err := Build(context.Background(), base, opts)
+		if err == nil {
+			data, _ := os.ReadFile(a.BzImage)
+			t.Fatalf("build %d published a bzImage through a planted symlink: %q", i+1, data)
+		}
+		if !strings.Contains(err.Error(), "bzImage") {
+			t.Errorf("build %d: error %q does not name the bzImage", i+1, err)
+		}
+	}
+	if data, _ := os.ReadFile(victim); string(data) != "host secret\n" {
+		t.Errorf("lab wrote through a planted build.log symlink: the host file holds %q", data)
+	}
+}

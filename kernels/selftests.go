@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -122,20 +121,24 @@ func BuildSelftests(ctx context.Context, spec *Spec, art *Artifact, opts Options
 	sb := &selftestBuild{src: src, out: filepath.Join(tmp, "build"), install: filepath.Join(tmp, "install"), overlay: filepath.Join(tmp, "overlay"),
 		targets: strings.Join(selftestTargets(src, spec.Config.Selftests), " "), jobs: jobs, log: log, logPath: logPath,
 		jail: []string{l.root}}
-	// make runs sandboxed: its uid must own the folders it writes.
-	for _, d := range []string{sb.out, sb.install, filepath.Join(sb.overlay, "upper"), filepath.Join(sb.overlay, "work")} {
+	// make runs sandboxed: its uid must own the folders it writes (only
+	// those: tmp itself stays lab's). It may create files anywhere in the
+	// source (in the overlay's upper dir) but change none of it: the
+	// overlay's folders are its (the upper dir holds all of them), the
+	// files root's.
+	owned := []string{sb.out, sb.install, filepath.Join(sb.overlay, "upper"), filepath.Join(sb.overlay, "work")}
+	for _, d := range owned {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
 	}
-	// The sandboxed make may create files anywhere in the source (in the
-	// overlay's upper dir) but change none of it: the overlay's folders
-	// are its (the upper dir holds all of them), the files root's.
 	if err := mirrorDirs(src, filepath.Join(sb.overlay, "upper")); err != nil {
 		return nil, err
 	}
-	if err := sandbox.Own(tmp); err != nil {
-		return nil, err
+	for _, d := range owned {
+		if err := sandbox.Own(d); err != nil {
+			return nil, err
+		}
 	}
 	s := &Selftests{Collections: spec.Config.Selftests}
 	if s.NotBuilt, err = sb.run(ctx); err != nil {
@@ -285,7 +288,7 @@ func (sb *selftestBuild) run(ctx context.Context) (map[string]string, error) {
 			return nil, fmt.Errorf("kselftest build of %s still fails after %d rounds of stubs (log: %s)", sb.targets, round, sb.logPath)
 		}
 		for target, why := range failed {
-			if err := writeStub(target, why); err != nil {
+			if err := writeStub(sb.out, target, why); err != nil {
 				return nil, err
 			}
 			if err := sandbox.Own(target); err != nil {
@@ -326,7 +329,8 @@ func (sb *selftestBuild) xdpDummy(ctx context.Context) error {
 		fmt.Fprintf(sb.log, "not building xdp_dummy.bpf.o: %v\n", err)
 		return nil
 	}
-	inc := filepath.Join(sb.out, "xdp-include")
+	// Beside the sandboxed make's output, not in it: lab writes here.
+	inc := filepath.Join(filepath.Dir(sb.out), "xdp-include")
 	if err := os.MkdirAll(filepath.Join(inc, "bpf"), 0o755); err != nil {
 		return err
 	}
@@ -441,16 +445,16 @@ func failedTargets(output []byte, out string) map[string]string {
 	return failed
 }
 
-// writeStub writes an executable that says why it is not the real program
-// and exits with KSFT_SKIP, so the runner reports the test as skipped.
-func writeStub(path, why string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+// writeStub writes an executable at path below root that says why it is
+// not the real program and exits with KSFT_SKIP, so the runner reports the
+// test as skipped.
+func writeStub(root, path, why string) error {
+	rel, err := filepath.Rel(root, path)
+	if err != nil {
 		return err
 	}
 	msg := strings.ReplaceAll(why, "'", "")
 	stub := fmt.Sprintf("#!/bin/sh\necho '%s did not compile on the lab host: %s'\nexit 4\n", filepath.Base(path), msg)
-	return os.WriteFile(path, []byte(stub), 0o755)
+	// root is the sandboxed make's output: no symlink there is followed.
+	return sandbox.WriteBeneath(root, rel, []byte(stub), 0o755)
 }

@@ -167,3 +167,36 @@ func TestStartLeavesNothingRunning(t *testing.T) {
 		}
 	}
 }
+
+func TestBeneathFollowsNoSymlink(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	victim := filepath.Join(outside, "victim")
+	if err := os.WriteFile(victim, []byte("host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(victim, filepath.Join(dir, "file"))
+	os.Symlink(outside, filepath.Join(dir, "folder"))
+	if _, err := ReadBeneath(dir, "file"); err == nil {
+		t.Error("ReadBeneath followed a symlinked file")
+	}
+	if _, err := ReadBeneath(dir, "folder/victim"); err == nil {
+		t.Error("ReadBeneath followed a symlinked folder")
+	}
+	if err := WriteBeneath(dir, "folder/victim", []byte("x"), 0o644); err == nil {
+		t.Error("WriteBeneath followed a symlinked folder")
+	}
+	if err := WriteBeneath(dir, "file", []byte("new\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(victim); string(data) != "host\n" {
+		t.Errorf("WriteBeneath wrote through a symlink: %q", data)
+	}
+	if err := WriteBeneath(dir, "a/b/c", []byte("deep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for rel, want := range map[string]string{"file": "new\n", "a/b/c": "deep\n"} {
+		if data, err := ReadBeneath(dir, rel); err != nil || string(data) != want {
+			t.Errorf("ReadBeneath(%s) = %q, %v; want %q", rel, data, err, want)
+		}
+	}
+}
