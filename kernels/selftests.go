@@ -147,7 +147,7 @@ func BuildSelftests(ctx context.Context, spec *Spec, art *Artifact, opts Options
 	if s.Added, err = sb.addSourced(); err != nil {
 		return nil, err
 	}
-	list, err := os.ReadFile(filepath.Join(sb.install, "kselftest-list.txt"))
+	list, err := sandbox.ReadBeneath(sb.install, "kselftest-list.txt") // make's output: no symlink followed
 	if err != nil {
 		return nil, fmt.Errorf("kselftest install wrote no kselftest-list.txt (log: %s): %w", logPath, err)
 	}
@@ -215,14 +215,18 @@ var sourcedRe = regexp.MustCompile(`(?m)^\s*(?:source|\.)\s+(?:\./|"?\$\(dirname
 
 // addSourced copies the helper scripts installed tests source from their
 // own folder but the collection's Makefile left out (6.1's udpgro.sh sources
-// net_helper.sh, which 6.1's net/Makefile does not install).
+// net_helper.sh, which 6.1's net/Makefile does not install). The install
+// folder is the sandboxed make's: no symlink there is followed.
 func (sb *selftestBuild) addSourced() ([]string, error) {
 	var added []string
 	for _, t := range strings.Fields(sb.targets) {
 		dir := filepath.Join(sb.install, t)
 		scripts, _ := filepath.Glob(filepath.Join(dir, "*.sh"))
 		for _, script := range scripts {
-			data, err := os.ReadFile(script)
+			if fi, err := os.Lstat(script); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+				continue // its target is read where it lives, if in here
+			}
+			data, err := sandbox.ReadBeneath(sb.install, filepath.Join(t, filepath.Base(script)))
 			if err != nil {
 				return nil, err
 			}
@@ -235,7 +239,7 @@ func (sb *selftestBuild) addSourced() ([]string, error) {
 				if err != nil {
 					continue
 				}
-				if err := os.WriteFile(filepath.Join(dir, name), body, 0o755); err != nil {
+				if err := sandbox.WriteBeneath(sb.install, filepath.Join(t, name), body, 0o755); err != nil {
 					return nil, err
 				}
 				added = append(added, fmt.Sprintf("%s/%s (sourced by %s)", t, name, filepath.Base(script)))
