@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"time"
+
+	"napilab/sandbox"
 )
 
 // Options tune Build; the zero value is usable.
@@ -210,8 +212,18 @@ func (b *builder) build(ctx context.Context) (*Artifact, error) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, fmt.Errorf("failed to create work dir: %w", err)
 	}
+	if err := os.MkdirAll(b.layout.ccacheDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("failed to create ccache dir: %w", err)
+	}
+	// make runs sandboxed: it writes only the work dir and ccache, which
+	// its uid must own (entries built before the sandbox are root's).
+	for _, d := range []string{work, b.layout.ccacheDir()} {
+		if err := sandbox.Own(d); err != nil {
+			return nil, err
+		}
+	}
 	logPath := filepath.Join(work, "build.log")
-	log, err := os.Create(logPath)
+	log, err := sandbox.CreateBeneath(work, "build.log", 0o644) // work is make's: no symlink followed
 	if err != nil {
 		return nil, fmt.Errorf("failed to create build log: %w", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"napilab/sandbox"
 )
 
 const (
@@ -27,6 +29,11 @@ type command struct {
 	env  []string
 	// log receives a copy of every output line; may be nil.
 	log io.Writer
+	// jail, when set, runs the command in the build sandbox (a user
+	// namespace as an unprivileged uid, no network) that reaches these
+	// folders; see sandbox.Start. Untrusted code (make, scripts of the
+	// source tree) always runs jailed.
+	jail []string
 }
 
 // run starts c in its own process group (killed as a whole on cancel), feeds
@@ -44,14 +51,19 @@ func run(ctx context.Context, c command, onLine func(string)) ([]string, error) 
 	}
 	defer pr.Close()
 	cmd.Stdout, cmd.Stderr = pw, pw
-	err = cmd.Start()
+	wait := cmd.Wait
+	if c.jail != nil {
+		wait, err = sandbox.Start(cmd, c.jail)
+	} else {
+		err = cmd.Start()
+	}
 	pw.Close()
 	if err != nil {
 		return nil, fmt.Errorf("failed to start %s: %w", c.argv[0], err)
 	}
 	waited := make(chan error, 1)
 	go func() {
-		err := cmd.Wait()
+		err := wait()
 		// Stragglers in the group would hold the pipe open forever.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		waited <- err

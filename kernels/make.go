@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"napilab/sandbox"
 )
 
 // maker runs make for one build against one source tree and work dir.
@@ -40,7 +42,8 @@ func (m *maker) make(ctx context.Context, target string, jobs int, onLine func(s
 	}
 	fmt.Fprintf(m.log, "$ %s\n", strings.Join(argv, " "))
 	env := append(os.Environ(), "CCACHE_DIR="+m.b.layout.ccacheDir())
-	return runMake(ctx, command{argv: argv, env: env, log: m.log}, target, m.logPath, onLine)
+	c := command{argv: argv, env: env, log: m.log, jail: []string{m.b.layout.root}}
+	return runMake(ctx, c, target, m.logPath, onLine)
 }
 
 // configure produces the final .config: base target, fragment merge,
@@ -51,7 +54,7 @@ func (m *maker) configure(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	dotconfig := filepath.Join(m.work, ".config")
-	data, err := os.ReadFile(dotconfig)
+	data, err := sandbox.ReadBeneath(m.work, ".config")
 	if err != nil {
 		return nil, fmt.Errorf("failed to read .config: %w", err)
 	}
@@ -66,13 +69,13 @@ func (m *maker) configure(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	frags = append(frags, debug...)
-	if err := os.WriteFile(dotconfig, MergeConfig(data, frags), 0o644); err != nil {
+	if err := sandbox.WriteBeneath(m.work, ".config", MergeConfig(data, frags), 0o644); err != nil {
 		return nil, fmt.Errorf("failed to write .config: %w", err)
 	}
 	if err := m.make(ctx, "olddefconfig", 0, nil); err != nil {
 		return nil, err
 	}
-	final, err := os.ReadFile(dotconfig)
+	final, err := sandbox.ReadBeneath(m.work, ".config")
 	if err != nil {
 		return nil, fmt.Errorf("failed to read .config: %w", err)
 	}
@@ -111,7 +114,8 @@ func (b *builder) publish(dir, key, work string, final []byte, objects int) (*Ar
 		return nil, fmt.Errorf("failed to create temp dir: %w", err)
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
-	image, err := os.ReadFile(filepath.Join(work, "arch", "x86", "boot", "bzImage"))
+	// make wrote work sandboxed: no symlink out of it is followed.
+	image, err := sandbox.ReadBeneath(work, filepath.Join("arch", "x86", "boot", "bzImage"))
 	if err != nil {
 		return nil, fmt.Errorf("failed to read bzImage: %w", err)
 	}
@@ -147,7 +151,7 @@ func (b *builder) publish(dir, key, work string, final []byte, objects int) (*Ar
 	// built-in succeeds once depmod has read modules.builtin.
 	for dst, src := range map[string]string{BuiltinFile: "modules.builtin", BuiltinModinfoFile: "modules.builtin.modinfo",
 		ReleaseFile: "include/config/kernel.release"} {
-		if data, err := os.ReadFile(filepath.Join(work, src)); err == nil {
+		if data, err := sandbox.ReadBeneath(work, src); err == nil {
 			if err := writeSynced(filepath.Join(tmp, dst), data); err != nil {
 				return nil, err
 			}

@@ -71,12 +71,10 @@ type reusePlan struct {
 const nsScript = `mount --bind "$1" "$2" && mount --bind "$3" "$4" && shift 4 && exec "$@"`
 
 // wrap returns argv run inside a private mount namespace with the plan's
-// bind mounts in place. Non-root users get a user namespace as well.
+// bind mounts in place, in a user namespace whose root is the caller: make
+// runs unprivileged (as lab's user, or sandboxed: see sandbox.Start).
 func (p *reusePlan) wrap(argv []string) []string {
-	out := []string{"unshare", "--mount", "--propagation", "private"}
-	if os.Geteuid() != 0 {
-		out = append(out, "--user", "--map-root-user")
-	}
+	out := []string{"unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"}
 	out = append(out, "--", "sh", "-c", nsScript, "sh", p.Source, p.SourceAt, p.Work, p.WorkAt)
 	return append(out, argv...)
 }
@@ -129,20 +127,21 @@ func (b *builder) planReuse(ctx context.Context) (*reusePlan, string, error) {
 	}
 	plan := &reusePlan{Base: base.Name, SourceAt: baseSrc, Work: b.layout.workDir(b.spec.Name), WorkAt: baseWork,
 		BaseBuild: fi.ModTime().UnixNano()}
-	if err := probeNamespace(ctx, plan); err != nil {
+	if err := probeNamespace(ctx, plan, []string{b.layout.root}); err != nil {
 		return nil, fmt.Sprintf("cannot bind-mount in a private mount namespace (%v); full build", err), nil
 	}
 	return plan, "", nil
 }
 
-// probeNamespace checks that the plan's namespace and bind mounts work, by
-// mounting the base's paths over themselves and running true.
-func probeNamespace(ctx context.Context, plan *reusePlan) error {
+// probeNamespace checks that the plan's namespace and bind mounts work in
+// make's sandbox (reaching jail), by mounting the base's paths over
+// themselves and running true.
+func probeNamespace(ctx context.Context, plan *reusePlan, jail []string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	probe := *plan
 	probe.Source, probe.Work = plan.SourceAt, plan.WorkAt
-	out, err := run(ctx, command{argv: probe.wrap([]string{"true"})}, nil)
+	out, err := run(ctx, command{argv: probe.wrap([]string{"true"}), jail: jail}, nil)
 	if err != nil {
 		return fmt.Errorf("%w: %s", err, strings.Join(out, " "))
 	}

@@ -165,10 +165,23 @@ func TestSeed(t *testing.T) {
 	}
 }
 
+// searchableTempDir is a t.TempDir the build sandbox's uid can reach, for
+// the fake tools on PATH outside the cache (t.TempDir's folders are 0700).
+func searchableTempDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 // requireNamespace skips unless this host lets us bind-mount in a private mount namespace.
 func requireNamespace(t *testing.T, dir string) {
 	t.Helper()
-	if err := probeNamespace(context.Background(), &reusePlan{SourceAt: dir, WorkAt: dir}); err != nil {
+	if err := probeNamespace(context.Background(), &reusePlan{SourceAt: dir, WorkAt: dir}, []string{dir}); err != nil {
 		t.Skipf("no private mount namespace here: %v", err)
 	}
 }
@@ -207,7 +220,7 @@ func TestNamespaceMounts(t *testing.T) {
 // a fake tarball, with a fake gcc and the namespace tools on PATH but no make.
 func fakeVariantLab(t *testing.T) (base, variant *Spec, l layout) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := searchableTempDir(t)
 	writeFiles(t, dir, map[string]string{
 		"base.yaml":    "name: base\nbase:\n  tarball: src.tar.xz\nconfig:\n  fragments: [a.config]\n",
 		"variant.yaml": "name: variant\nextends: base.yaml\npatches: [one.patch]\n",
@@ -319,10 +332,7 @@ func TestPlanReuse(t *testing.T) {
 func TestWrapArgv(t *testing.T) {
 	plan := &reusePlan{Source: "/v/src", SourceAt: "/b/src", Work: "/v/work", WorkAt: "/b/work"}
 	got := strings.Join(plan.wrap([]string{"make", "-C", "/b/src"}), " ")
-	want := "unshare --mount --propagation private -- sh -c " + nsScript + " sh /v/src /b/src /v/work /b/work make -C /b/src"
-	if os.Geteuid() != 0 {
-		want = strings.Replace(want, "private --", "private --user --map-root-user --", 1)
-	}
+	want := "unshare --user --map-root-user --mount --propagation private -- sh -c " + nsScript + " sh /v/src /b/src /v/work /b/work make -C /b/src"
 	if got != want {
 		t.Errorf("wrap =\n%s\nwant\n%s", got, want)
 	}

@@ -5,9 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"napilab/sandbox"
 )
 
 // Selftests is an installed kselftest tree (make install's output) built
@@ -117,7 +119,27 @@ func BuildSelftests(ctx context.Context, spec *Spec, art *Artifact, opts Options
 		jobs = 2
 	}
 	sb := &selftestBuild{src: src, out: filepath.Join(tmp, "build"), install: filepath.Join(tmp, "install"), overlay: filepath.Join(tmp, "overlay"),
-		targets: strings.Join(selftestTargets(src, spec.Config.Selftests), " "), jobs: jobs, log: log, logPath: logPath}
+		targets: strings.Join(selftestTargets(src, spec.Config.Selftests), " "), jobs: jobs, log: log, logPath: logPath,
+		jail: []string{l.root}}
+	// make runs sandboxed: its uid must own the folders it writes (only
+	// those: tmp itself stays lab's). It may create files anywhere in the
+	// source (in the overlay's upper dir) but change none of it: the
+	// overlay's folders are its (the upper dir holds all of them), the
+	// files root's.
+	owned := []string{sb.out, sb.install, filepath.Join(sb.overlay, "upper"), filepath.Join(sb.overlay, "work")}
+	for _, d := range owned {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if err := mirrorDirs(src, filepath.Join(sb.overlay, "upper")); err != nil {
+		return nil, err
+	}
+	for _, d := range owned {
+		if err := sandbox.Own(d); err != nil {
+			return nil, err
+		}
+	}
 	s := &Selftests{Collections: spec.Config.Selftests}
 	if s.NotBuilt, err = sb.run(ctx); err != nil {
 		return nil, err
@@ -125,7 +147,7 @@ func BuildSelftests(ctx context.Context, spec *Spec, art *Artifact, opts Options
 	if s.Added, err = sb.addSourced(); err != nil {
 		return nil, err
 	}
-	list, err := os.ReadFile(filepath.Join(sb.install, "kselftest-list.txt"))
+	list, err := sandbox.ReadBeneath(sb.install, "kselftest-list.txt") // make's output: no symlink followed
 	if err != nil {
 		return nil, fmt.Errorf("kselftest install wrote no kselftest-list.txt (log: %s): %w", logPath, err)
 	}
@@ -193,14 +215,18 @@ var sourcedRe = regexp.MustCompile(`(?m)^\s*(?:source|\.)\s+(?:\./|"?\$\(dirname
 
 // addSourced copies the helper scripts installed tests source from their
 // own folder but the collection's Makefile left out (6.1's udpgro.sh sources
-// net_helper.sh, which 6.1's net/Makefile does not install).
+// net_helper.sh, which 6.1's net/Makefile does not install). The install
+// folder is the sandboxed make's: no symlink there is followed.
 func (sb *selftestBuild) addSourced() ([]string, error) {
 	var added []string
 	for _, t := range strings.Fields(sb.targets) {
 		dir := filepath.Join(sb.install, t)
 		scripts, _ := filepath.Glob(filepath.Join(dir, "*.sh"))
 		for _, script := range scripts {
-			data, err := os.ReadFile(script)
+			if fi, err := os.Lstat(script); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+				continue // its target is read where it lives, if in here
+			}
+			data, err := sandbox.ReadBeneath(sb.install, filepath.Join(t, filepath.Base(script)))
 			if err != nil {
 				return nil, err
 			}
@@ -213,7 +239,7 @@ func (sb *selftestBuild) addSourced() ([]string, error) {
 				if err != nil {
 					continue
 				}
-				if err := os.WriteFile(filepath.Join(dir, name), body, 0o755); err != nil {
+				if err := sandbox.WriteBeneath(sb.install, filepath.Join(t, name), body, 0o755); err != nil {
 					return nil, err
 				}
 				added = append(added, fmt.Sprintf("%s/%s (sourced by %s)", t, name, filepath.Base(script)))
@@ -231,6 +257,8 @@ type selftestBuild struct {
 	jobs              int
 	log               io.Writer
 	logPath           string
+	// jail is what the sandboxed commands reach (see command.jail).
+	jail []string
 }
 
 // maxStubRounds bounds the make -k / stub / make rounds.
@@ -264,7 +292,10 @@ func (sb *selftestBuild) run(ctx context.Context) (map[string]string, error) {
 			return nil, fmt.Errorf("kselftest build of %s still fails after %d rounds of stubs (log: %s)", sb.targets, round, sb.logPath)
 		}
 		for target, why := range failed {
-			if err := writeStub(target, why); err != nil {
+			if err := writeStub(sb.out, target, why); err != nil {
+				return nil, err
+			}
+			if err := sandbox.Own(target); err != nil {
 				return nil, err
 			}
 			name, _ := filepath.Rel(filepath.Join(sb.out, "kselftest"), target)
@@ -302,8 +333,12 @@ func (sb *selftestBuild) xdpDummy(ctx context.Context) error {
 		fmt.Fprintf(sb.log, "not building xdp_dummy.bpf.o: %v\n", err)
 		return nil
 	}
-	inc := filepath.Join(sb.out, "xdp-include")
+	// Beside the sandboxed make's output, not in it: lab writes here.
+	inc := filepath.Join(filepath.Dir(sb.out), "xdp-include")
 	if err := os.MkdirAll(filepath.Join(inc, "bpf"), 0o755); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(obj), 0o755); err != nil {
 		return err
 	}
 	helpers, err := os.ReadFile(filepath.Join(sb.src, "tools", "lib", "bpf", "bpf_helpers.h"))
@@ -313,23 +348,37 @@ func (sb *selftestBuild) xdpDummy(ctx context.Context) error {
 	if err := os.WriteFile(filepath.Join(inc, "bpf", "bpf_helpers.h"), helpers, 0o644); err != nil {
 		return err
 	}
-	defs, err := exec.CommandContext(ctx, "python3", filepath.Join(sb.src, "scripts", "bpf_doc.py"), "--header",
-		"--file", filepath.Join(sb.src, "include", "uapi", "linux", "bpf.h")).Output()
-	if err != nil {
-		return fmt.Errorf("xdp_dummy: bpf_doc.py: %w", err)
+	for _, d := range []string{filepath.Join(inc, "bpf"), filepath.Dir(obj)} {
+		if err := sandbox.Own(d); err != nil {
+			return err
+		}
 	}
-	if err := os.WriteFile(filepath.Join(inc, "bpf", "bpf_helper_defs.h"), defs, 0o644); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(obj), 0o755); err != nil {
-		return err
+	// bpf_doc.py is the (untrusted) source's own script: sandboxed too,
+	// its header written by the shell (only stdout goes there).
+	defs := filepath.Join(inc, "bpf", "bpf_helper_defs.h")
+	doc := []string{"sh", "-c", `out=$1; shift; exec "$@" >"$out"`, "sh", defs, "python3",
+		filepath.Join(sb.src, "scripts", "bpf_doc.py"), "--header", "--file", filepath.Join(sb.src, "include", "uapi", "linux", "bpf.h")}
+	if out, err := sb.exec(ctx, doc); err != nil {
+		return fmt.Errorf("xdp_dummy: bpf_doc.py: %w\n%s", err, out)
 	}
 	argv := []string{"clang", "-O2", "-target", "bpf", "-I" + filepath.Join(sb.out, "usr", "include"), "-I" + inc, "-c", prog, "-o", obj}
 	fmt.Fprintf(sb.log, "$ %s\n", strings.Join(argv, " "))
-	if msg, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput(); err != nil {
-		return fmt.Errorf("xdp_dummy: clang: %w\n%s", err, msg)
+	if out, err := sb.exec(ctx, argv); err != nil {
+		return fmt.Errorf("xdp_dummy: clang: %w\n%s", err, out)
 	}
 	return nil
+}
+
+// exec runs argv from / through the package's command runner (process
+// group, Pdeathsig, group kill) in the build sandbox, logging each output
+// line, and returns the whole output.
+func (sb *selftestBuild) exec(ctx context.Context, argv []string) ([]byte, error) {
+	var out bytes.Buffer
+	_, err := run(ctx, command{argv: argv, dir: "/", log: sb.log, jail: sb.jail}, func(line string) {
+		out.WriteString(line)
+		out.WriteByte('\n')
+	})
+	return out.Bytes(), err
 }
 
 // make runs make with an overlay over the source tree (in a private mount
@@ -344,15 +393,24 @@ func (sb *selftestBuild) make(ctx context.Context, args ...string) ([]byte, erro
 		}
 	}
 	script := `mount -t overlay overlay -o "lowerdir=$1,upperdir=$2,workdir=$3" "$1" && shift 3 && exec make "$@"`
-	argv := append([]string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", sb.src, upper, work}, args...)
+	argv := append([]string{"unshare", "--user", "--map-root-user", "--mount", "--propagation", "private",
+		"sh", "-c", script, "sh", sb.src, upper, work}, args...)
 	fmt.Fprintf(sb.log, "$ make %s\n", strings.Join(args, " "))
-	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Stdout = io.MultiWriter(&out, sb.log)
-	cmd.Stderr = cmd.Stdout
-	cmd.Dir = "/"
-	err := cmd.Run()
-	return out.Bytes(), err
+	return sb.exec(ctx, argv)
+}
+
+// mirrorDirs creates in dst every folder of src.
+func mirrorDirs(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+	})
 }
 
 var (
@@ -391,16 +449,16 @@ func failedTargets(output []byte, out string) map[string]string {
 	return failed
 }
 
-// writeStub writes an executable that says why it is not the real program
-// and exits with KSFT_SKIP, so the runner reports the test as skipped.
-func writeStub(path, why string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+// writeStub writes an executable at path below root that says why it is
+// not the real program and exits with KSFT_SKIP, so the runner reports the
+// test as skipped.
+func writeStub(root, path, why string) error {
+	rel, err := filepath.Rel(root, path)
+	if err != nil {
 		return err
 	}
 	msg := strings.ReplaceAll(why, "'", "")
 	stub := fmt.Sprintf("#!/bin/sh\necho '%s did not compile on the lab host: %s'\nexit 4\n", filepath.Base(path), msg)
-	return os.WriteFile(path, []byte(stub), 0o755)
+	// root is the sandboxed make's output: no symlink there is followed.
+	return sandbox.WriteBeneath(root, rel, []byte(stub), 0o755)
 }

@@ -25,8 +25,9 @@ func TestFailedTargets(t *testing.T) {
 }
 
 func TestWriteStub(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "net", "tls")
-	if err := writeStub(p, "tls.c:1: it's broken"); err != nil {
+	root := t.TempDir()
+	p := filepath.Join(root, "net", "tls")
+	if err := writeStub(root, p, "tls.c:1: it's broken"); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(p)

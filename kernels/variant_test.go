@@ -33,7 +33,7 @@ esac
 // namespace tools.
 func fakeKbuildLab(t *testing.T) (dir string, base *Spec, l layout) {
 	t.Helper()
-	dir = t.TempDir()
+	dir = searchableTempDir(t)
 	writeFiles(t, dir, map[string]string{
 		"tree/linux/a.c":      "int a = 1;\n",
 		"tree/linux/b.c":      "int b = 2;\n",
@@ -116,7 +116,7 @@ func TestBuildVariantFake(t *testing.T) {
 		t.Errorf("base: cached %v, %d objects, image %q", b.Cached, b.Info.Objects, image(b))
 	}
 	log, _ := os.ReadFile(filepath.Join(l.workDir("variant"), "build.log"))
-	if !strings.Contains(string(log), "$ unshare --mount --propagation private") {
+	if !strings.Contains(string(log), "$ unshare --user --map-root-user --mount --propagation private") {
 		t.Errorf("variant make did not run in a mount namespace:\n%s", log)
 	}
 

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"napilab/sandbox"
 )
 
 // State is how a patch relates to a tree.
@@ -165,6 +167,9 @@ func Apply(ctx context.Context, s *Series, tree, dst string) ([]Result, error) {
 			return results, &ApplyError{Series: s.Name, Results: results}
 		}
 	}
+	if err := sandbox.Disown(tmp); err != nil {
+		return results, err
+	}
 	if err := os.Rename(tmp, dst); err != nil {
 		return results, fmt.Errorf("failed to move patched tree into place: %w", err)
 	}
@@ -228,5 +233,5 @@ func applyOne(ctx context.Context, dir string, p Patch) (Result, error) {
 // guessing that a patch is reversed and applying it backwards.
 func patch(ctx context.Context, dir string, p Patch, extra ...string) (string, int, error) {
 	argv := append([]string{"patch", "-p" + strconv.Itoa(p.Strip), "--batch", "--forward", "--no-backup-if-mismatch"}, extra...)
-	return run(ctx, dir, p.Diff, argv...)
+	return run(ctx, dir, p.Diff, true, argv...)
 }

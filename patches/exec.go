@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"napilab/sandbox"
 )
 
 const (
@@ -22,7 +24,9 @@ const (
 // run runs argv in dir with stdin, in its own process group that is killed
 // as a whole when ctx ends, and returns the combined output and exit code.
 // A non-zero exit is not an error; failing to run or a cancelled ctx is.
-func run(ctx context.Context, dir string, stdin []byte, argv ...string) (string, int, error) {
+// When jailed, argv runs in the build sandbox and reaches only dir (see
+// sandbox.Start): patch reads a user's series, which may aim anywhere.
+func run(ctx context.Context, dir string, stdin []byte, jailed bool, argv ...string) (string, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, cmdTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -36,7 +40,7 @@ func run(ctx context.Context, dir string, stdin []byte, argv ...string) (string,
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = waitDelay
-	err := cmd.Run()
+	err := start(cmd, dir, jailed)
 	if ctx.Err() != nil {
 		return out.String(), -1, fmt.Errorf("%s interrupted: %w", argv[0], ctx.Err())
 	}
@@ -51,6 +55,18 @@ func run(ctx context.Context, dir string, stdin []byte, argv ...string) (string,
 		return out.String(), -1, fmt.Errorf("failed to run %s: %w\n%s", argv[0], err, out.String())
 	}
 	return out.String(), 0, nil
+}
+
+// start runs cmd to its end, in the sandbox when jailed.
+func start(cmd *exec.Cmd, dir string, jailed bool) error {
+	if !jailed {
+		return cmd.Run()
+	}
+	wait, err := sandbox.Start(cmd, []string{dir})
+	if err != nil {
+		return err
+	}
+	return wait()
 }
 
 // childEnv is the environment for patch and cp: C locale, so that patch's
@@ -87,7 +103,7 @@ func linkCopy(ctx context.Context, src, dst string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("source tree %s is not a folder", src)
 	}
-	out, code, err := run(ctx, "", nil, "cp", "-al", src+"/.", dst)
+	out, code, err := run(ctx, "", nil, false, "cp", "-al", src+"/.", dst)
 	if err != nil {
 		return err
 	}
@@ -98,5 +114,8 @@ func linkCopy(ctx context.Context, src, dst string) error {
 	if err := os.Chmod(dst, fi.Mode().Perm()); err != nil {
 		return fmt.Errorf("failed to chmod %s: %w", dst, err)
 	}
-	return nil
+	// patch runs sandboxed: it may replace files of dst (a new file
+	// renamed over the old) but not write into the hardlinked ones,
+	// which are the pristine tree's.
+	return sandbox.OwnDirs(dst)
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"runtime"
 
+	"napilab/sandbox"
+
 	"github.com/hashicorp/go-multierror"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -73,6 +75,11 @@ func createTap(s TapSpec) (*tap, error) {
 		Flags:      netlink.TUNTAP_MULTI_QUEUE_DEFAULTS | netlink.TUNTAP_VNET_HDR,
 		Queues:     s.Queues,
 		NonPersist: true,
+	}
+	if sandbox.Active() {
+		// QEMU runs as this uid and (de)attaches queues (TUNSETQUEUE)
+		// when the guest changes the number it uses.
+		tt.Owner, tt.Group = sandbox.UID, sandbox.GID
 	}
 	if err := netlink.LinkAdd(tt); err != nil {
 		return nil, fmt.Errorf("failed to create tap %s with %d queues (is /dev/net/tun there?): %w", s.Name, s.Queues, err)

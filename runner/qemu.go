@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"napilab/sandbox"
 )
 
 // QEMU describes one guest: what qemu-system-x86_64 is started with.
@@ -39,17 +41,24 @@ type QEMUNIC struct {
 	NoEventIdx bool
 }
 
+// sandboxOpts is QEMU's seccomp filter: no obsolete system calls, no
+// set*uid/set*gid, no fork/exec, no scheduler or CPU affinity changes.
+const sandboxOpts = "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"
+
 // Args returns the command line; fds of NIC queues are numbered from 3 in order.
-func (q *QEMU) Args() []string {
+func (q *QEMU) Args() []string { return q.args(q.Kernel, q.Initrd) }
+
+// args is Args with the kernel and initrd given as the paths QEMU opens.
+func (q *QEMU) args(kernel, initrd string) []string {
 	args := []string{
 		"-M", "q35", "-accel", q.Accel, "-cpu", "max",
 		// Without sockets=N plain -smp N gives one CPU under this firmware.
 		"-smp", fmt.Sprintf("%d,sockets=%d,cores=1,threads=1", q.CPUs, q.CPUs),
 		"-m", strconv.Itoa(q.MemoryMB),
-		"-nographic", "-nodefaults", "-no-reboot", "-no-user-config",
+		"-nographic", "-nodefaults", "-no-reboot", "-no-user-config", "-sandbox", sandboxOpts,
 		"-chardev", "stdio,id=con,signal=" + map[bool]string{true: "off", false: "on"}[q.Interactive],
 		"-serial", "chardev:con",
-		"-kernel", q.Kernel, "-initrd", q.Initrd, "-append", q.Append,
+		"-kernel", kernel, "-initrd", initrd, "-append", q.Append,
 		"-device", "virtio-serial-pci,id=vser0",
 		"-chardev", "socket,id=ctl,path=" + q.Control + ",server=on,wait=off",
 		"-device", "virtserialport,bus=vser0.0,chardev=ctl,name=napilab.ctl",
@@ -73,7 +82,9 @@ func (q *QEMU) Args() []string {
 	return args
 }
 
-// Cmdline is the copy-pasteable shell form (tap fds must be provided by the caller).
+// Cmdline is the copy-pasteable shell form (tap fds must be provided by the
+// caller). Run by lab as root, QEMU runs as sandbox.UID and opens the
+// kernel and initrd through fds lab opened (see start).
 func (q *QEMU) Cmdline() string {
 	parts := []string{q.binary()}
 	for _, a := range q.Args() {
@@ -109,12 +120,38 @@ type vm struct {
 }
 
 // start launches QEMU in its own process group; the console goes to w and
-// to the in-memory log. Callers must call stop.
+// to the in-memory log. Callers must call stop. When lab runs as root,
+// QEMU runs as sandbox.UID:GID (with /dev/kvm's group for kvm), which may
+// not reach the cache: the kernel and initrd are opened here and passed as
+// fds after the NICs' and made readable by all (the sockets' folder must be
+// its: see run.do).
 func (q *QEMU) start(w io.Writer) (*vm, error) {
 	cmd := exec.Command(q.binary(), q.Args()...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	for _, n := range q.NICs {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, n.Queues...)
+	}
+	if cred := sandbox.Credential(q.groups()...); cred != nil {
+		var paths []string
+		for _, p := range []string{q.Kernel, q.Initrd} {
+			f, err := os.Open(p)
+			if err != nil {
+				return nil, fmt.Errorf("failed to open %s for QEMU: %w", p, err)
+			}
+			defer f.Close() // QEMU has its own copy once started
+			// QEMU reopens it through /proc/self/fd, which checks the
+			// file's mode: images are published 0600. Neither a kernel
+			// nor an image (Debian packages and the agent) is secret.
+			if fi, err := f.Stat(); err == nil && fi.Mode().Perm()&0o004 == 0 {
+				if err := f.Chmod(fi.Mode().Perm() | 0o044); err != nil {
+					return nil, fmt.Errorf("failed to make %s readable for QEMU: %w", p, err)
+				}
+			}
+			paths = append(paths, fmt.Sprintf("/proc/self/fd/%d", 3+len(cmd.ExtraFiles)))
+			cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+		}
+		cmd.Args = append([]string{cmd.Args[0]}, q.args(paths[0], paths[1])...)
+		cmd.SysProcAttr.Credential = cred
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -166,6 +203,15 @@ func (v *vm) stop(grace time.Duration) {
 		v.cmd.Process.Kill()
 	}
 	<-v.done
+}
+
+// groups returns the supplementary groups QEMU needs: /dev/kvm's for kvm.
+func (q *QEMU) groups() []uint32 {
+	var st syscall.Stat_t
+	if q.Accel != "kvm" || syscall.Stat("/dev/kvm", &st) != nil {
+		return nil
+	}
+	return []uint32{st.Gid}
 }
 
 func eventIdx(off bool) string {

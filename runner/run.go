@@ -23,6 +23,7 @@ import (
 	"napilab/images/wire"
 	"napilab/kernels"
 	"napilab/results"
+	"napilab/sandbox"
 	"napilab/scenarios"
 )
 
@@ -147,6 +148,10 @@ func (r *run) do(ctx context.Context) error {
 		return infra("failed to create a socket folder: %w", err)
 	}
 	defer os.RemoveAll(sockDir)
+	// QEMU, as sandbox.UID, creates the control and monitor sockets here.
+	if err := sandbox.Own(sockDir); err != nil {
+		return infra("failed to create a socket folder: %w", err)
+	}
 	// No prune removes the image while this run boots it.
 	if release, err := images.Hold(r.cfg.Initramfs); err == nil {
 		defer release()

@@ -1,0 +1,126 @@
+package kernels
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"napilab/sandbox"
+)
+
+// A kernel's make, run by lab as root, runs as the sandbox's uid: it cannot
+// write a root-owned host file, and what it writes in the work dir is the
+// sandbox's.
+func TestMakeRunsSandboxed(t *testing.T) {
+	if !sandbox.Active() {
+		t.Skip("the build sandbox applies only to root")
+	}
+	id, err := exec.LookPath("id")
+	if err != nil {
+		t.Skip("no id")
+	}
+	dir, base, l := fakeKbuildLab(t)
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("root's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("VICTIM", victim)
+	// A hostile make: records who it is, tries the host file, then builds.
+	bin := filepath.Join(dir, "bin")
+	if err := os.Rename(filepath.Join(bin, "make"), filepath.Join(bin, "make.real")); err != nil {
+		t.Fatal(err)
+	}
+	hostile := "#!/bin/sh\nid -u > \"${3#O=}/uid\"\necho pwned >> \"$VICTIM\"\nexec make.real \"$@\"\n"
+	writeFiles(t, bin, map[string]string{"make": hostile})
+	os.Chmod(filepath.Join(bin, "make"), 0o755)
+	os.Symlink(id, filepath.Join(bin, "id"))
+	a, err := Build(context.Background(), base, Options{CacheDir: l.root, Jobs: 1})
+	if err != nil {
+		log, _ := os.ReadFile(filepath.Join(l.workDir(base.Name), "build.log"))
+		t.Fatalf("Build: %v\n%s", err, log)
+	}
+	if data, _ := os.ReadFile(victim); string(data) != "root's\n" {
+		t.Errorf("make wrote a root-owned host file: %q", data)
+	}
+	if data, _ := os.ReadFile(filepath.Join(l.workDir(base.Name), "uid")); strings.TrimSpace(string(data)) != "65534" {
+		t.Errorf("make ran as uid %q, want 65534", data)
+	}
+	if _, err := os.Stat(a.BzImage); err != nil {
+		t.Errorf("no artifact: %v", err)
+	}
+}
+
+// The selftests build runs through the package's command runner: a
+// cancelled build kills make's whole process group at once, even when a
+// child holds the output open.
+func TestSelftestMakeKillsGroup(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"bin/unshare": "#!/bin/sh\nsleep 30 & sleep 30; wait\n"})
+	os.Chmod(filepath.Join(dir, "bin", "unshare"), 0o755)
+	for _, tool := range []string{"sh", "sleep"} {
+		if p, err := exec.LookPath(tool); err == nil {
+			os.Symlink(p, filepath.Join(dir, "bin", tool))
+		}
+	}
+	t.Setenv("PATH", filepath.Join(dir, "bin"))
+	var log strings.Builder
+	sb := &selftestBuild{src: dir, overlay: filepath.Join(dir, "overlay"), log: &log}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := sb.make(ctx, "headers")
+	if err == nil || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Errorf("make = %v, want it killed", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("cancelled selftests make returned after %v, want at once", d)
+	}
+}
+
+// What a sandboxed make leaves in the work dir is not followed by lab (as
+// root): a bzImage symlinked to a host secret is not published, and a
+// build.log symlinked to a host file is replaced, not written through.
+func TestBuildFollowsNoPlantedSymlink(t *testing.T) {
+	if !sandbox.Active() {
+		t.Skip("the build sandbox applies only to root")
+	}
+	dir, base, l := fakeKbuildLab(t)
+	victim := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(victim, []byte("host secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("VICTIM", victim)
+	bin := filepath.Join(dir, "bin")
+	if err := os.Rename(filepath.Join(bin, "make"), filepath.Join(bin, "make.real")); err != nil {
+		t.Fatal(err)
+	}
+	hostile := `#!/bin/sh
+work=${3#O=}; eval target=\${$#}
+make.real "$@" || exit $?
+if [ "$target" = bzImage ]; then
+	ln -sfn "$VICTIM" "$work/arch/x86/boot/bzImage"
+	ln -sfn "$VICTIM" "$work/build.log"
+fi
+`
+	writeFiles(t, bin, map[string]string{"make": hostile})
+	os.Chmod(filepath.Join(bin, "make"), 0o755)
+	opts := Options{CacheDir: l.root, Jobs: 1}
+	for i := 0; i < 2; i++ {
+		a, err := Build(context.Background(), base, opts)
+		if err == nil {
+			data, _ := os.ReadFile(a.BzImage)
+			t.Fatalf("build %d published a bzImage through a planted symlink: %q", i+1, data)
+		}
+		if !strings.Contains(err.Error(), "bzImage") {
+			t.Errorf("build %d: error %q does not name the bzImage", i+1, err)
+		}
+	}
+	if data, _ := os.ReadFile(victim); string(data) != "host secret\n" {
+		t.Errorf("lab wrote through a planted build.log symlink: the host file holds %q", data)
+	}
+}
