@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"time"
 
-	"napilab/sandbox"
+	"napilab/kernels/sandbox"
 )
 
 // Options tune Build; the zero value is usable.

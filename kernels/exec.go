@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"napilab/sandbox"
+	"napilab/kernels/sandbox"
 )
 
 const (

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"napilab/sandbox"
+	"napilab/kernels/sandbox"
 )
 
 // maker runs make for one build against one source tree and work dir.

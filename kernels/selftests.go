@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"napilab/sandbox"
+	"napilab/kernels/sandbox"
 )
 
 // Selftests is an installed kselftest tree (make install's output) built

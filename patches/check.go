@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"napilab/sandbox"
+	"napilab/kernels/sandbox"
 )
 
 // State is how a patch relates to a tree.

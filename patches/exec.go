@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"napilab/sandbox"
+	"napilab/kernels/sandbox"
 )
 
 const (

@@ -39,7 +39,7 @@ func TestBootVerdicts(t *testing.T) {
 			if err := os.WriteFile(bin, []byte("#!/bin/sh\n"+tc.script+"\n"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			q := &QEMU{Binary: bin, Accel: "tcg", CPUs: 1, MemoryMB: 128, Kernel: "bzImage", Initrd: "initrd", Control: filepath.Join(dir, "ctl.sock")}
+			q := &QEMU{Binary: bin, Accel: "tcg", CPUs: 1, MemoryMB: 128, Kernel: "bzImage", Initrd: "initrd", Control: filepath.Join(dir, "ctl.sock"), AsCaller: true}
 			v, err := q.start(io.Discard)
 			if err != nil {
 				t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"os"
 	"runtime"
 
-	"napilab/sandbox"
+	"napilab/kernels/sandbox"
 
 	"github.com/hashicorp/go-multierror"
 	"github.com/vishvananda/netlink"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"napilab/sandbox"
+	"napilab/kernels/sandbox"
 )
 
 func TestQEMUArgsSandbox(t *testing.T) {

@@ -22,8 +22,8 @@ import (
 	"napilab/images"
 	"napilab/images/wire"
 	"napilab/kernels"
+	"napilab/kernels/sandbox"
 	"napilab/results"
-	"napilab/sandbox"
 	"napilab/scenarios"
 )
 
