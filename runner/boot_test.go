@@ -39,14 +39,19 @@ func TestBootVerdicts(t *testing.T) {
 			if err := os.WriteFile(bin, []byte("#!/bin/sh\n"+tc.script+"\n"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			q := &QEMU{Binary: bin, Accel: "tcg", CPUs: 1, MemoryMB: 128, Kernel: "bzImage", Initrd: "initrd", Control: filepath.Join(dir, "ctl.sock"), AsCaller: true}
+			host, guest, err := socketPair()
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := &QEMU{Binary: bin, Accel: "tcg", CPUs: 1, MemoryMB: 128, Kernel: "bzImage", Initrd: "initrd", Control: guest, AsCaller: true}
 			v, err := q.start(io.Discard)
+			guest.Close()
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer v.stop(0)
 			r := &run{cfg: Config{OutDir: dir, Initramfs: "initrd"}, s: windowScenario(t, ""), res: &results.Result{},
-				vm: v, ctlPath: q.Control, bootLimit: 300 * time.Millisecond}
+				vm: v, ctl: newControl(host), bootLimit: 300 * time.Millisecond}
 			err = r.boot(context.Background(), "tcg")
 			if r.ctl != nil {
 				r.ctl.Close()

@@ -28,23 +28,6 @@ type control struct {
 	err     error
 }
 
-// dialControl connects to QEMU's chardev socket, retrying until QEMU has
-// created it or ctx ends.
-func dialControl(ctx context.Context, path string) (*control, error) {
-	var d net.Dialer
-	for {
-		c, err := d.DialContext(ctx, "unix", path)
-		if err == nil {
-			return newControl(c), nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("failed to connect to the control socket %s: %w", path, err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
 func newControl(c net.Conn) *control {
 	ctl := &control{conn: wire.NewConn(c), raw: c, pending: map[int64]chan *wire.Message{},
 		ready: make(chan *wire.Message, 1), closed: make(chan struct{})}

@@ -85,7 +85,7 @@ func fakeQEMU(t *testing.T, dir, kind string, n int64) *QEMU {
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return &QEMU{Binary: script, Accel: "tcg", CPUs: 1, MemoryMB: 128, Kernel: "bzImage", Initrd: "initrd", Control: "ctl.sock", AsCaller: true}
+	return &QEMU{Binary: script, Accel: "tcg", CPUs: 1, MemoryMB: 128, Kernel: "bzImage", Initrd: "initrd", AsCaller: true}
 }
 
 // heapPeak samples the Go heap until stop is called and returns its peak.

@@ -1,36 +1,37 @@
 package runner
 
 import (
-	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"time"
 )
 
-// monitorSysrq sends SysRq keys through QEMU's human monitor (sendkey on the
-// emulated keyboard): the fallback when the agent no longer answers.
-func monitorSysrq(ctx context.Context, sock string, keys ...string) error {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", sock)
-	if err != nil {
-		return fmt.Errorf("qemu monitor: %w", err)
-	}
-	defer c.Close()
+// monitor is lab's end of QEMU's human monitor. What QEMU writes there (a
+// banner, echoes) is read and thrown away, so QEMU never waits on lab.
+type monitor struct{ c net.Conn }
+
+func newMonitor(c net.Conn) *monitor {
+	go io.Copy(io.Discard, c)
+	return &monitor{c: c}
+}
+
+// sysrq sends SysRq keys on the emulated keyboard (sendkey): the fallback
+// when the agent no longer answers.
+func (m *monitor) sysrq(ctx context.Context, keys ...string) error {
 	if dl, ok := ctx.Deadline(); ok {
-		c.SetDeadline(dl)
-	}
-	r := bufio.NewReader(c)
-	// The monitor greets with a banner and a "(qemu) " prompt.
-	if _, err := r.ReadString(')'); err != nil {
-		return fmt.Errorf("qemu monitor: %w", err)
+		m.c.SetWriteDeadline(dl)
+		defer m.c.SetWriteDeadline(time.Time{})
 	}
 	for _, k := range keys {
-		if _, err := fmt.Fprintf(c, "sendkey alt-sysrq-%s\n", strings.ToLower(k)); err != nil {
+		if _, err := fmt.Fprintf(m.c, "sendkey alt-sysrq-%s\n", strings.ToLower(k)); err != nil {
 			return fmt.Errorf("qemu monitor: %w", err)
 		}
 		time.Sleep(200 * time.Millisecond) // let the guest print before the next dump
 	}
 	return nil
 }
+
+func (m *monitor) Close() error { return m.c.Close() }

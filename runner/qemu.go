@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -11,6 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"napilab/images/wire"
 	"napilab/kernels/sandbox"
 )
 
@@ -23,8 +27,10 @@ type QEMU struct {
 	Kernel   string
 	Initrd   string
 	Append   string
-	Control  string // unix socket path of the agent's virtio-serial port
-	Monitor  string // unix socket path of the human monitor (SysRq when the agent is gone), "" = none
+	// Control and Monitor are QEMU's ends of the agent's virtio-serial
+	// channel and of the human monitor (see socketPair); nil = none.
+	Control *os.File
+	Monitor *os.File
 	NICs     []QEMUNIC
 	// Interactive connects the serial console to this process's terminal
 	// (Ctrl-C goes to the guest) and copies it raw to stdout.
@@ -48,7 +54,8 @@ type QEMUNIC struct {
 // set*uid/set*gid, no fork/exec, no scheduler or CPU affinity changes.
 const sandboxOpts = "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"
 
-// Args returns the command line; fds of NIC queues are numbered from 3 in order.
+// Args returns the command line; fds are numbered from 3: the NIC queues in
+// order, then Control, then Monitor.
 func (q *QEMU) Args() []string { return q.args(q.Kernel, q.Initrd) }
 
 // args is Args with the kernel and initrd given as the paths QEMU opens.
@@ -63,12 +70,8 @@ func (q *QEMU) args(kernel, initrd string) []string {
 		"-serial", "chardev:con",
 		"-kernel", kernel, "-initrd", initrd, "-append", q.Append,
 		"-device", "virtio-serial-pci,id=vser0",
-		"-chardev", "socket,id=ctl,path=" + q.Control + ",server=on,wait=off",
-		"-device", "virtserialport,bus=vser0.0,chardev=ctl,name=napilab.ctl",
+		"-device", "virtserialport,bus=vser0.0,chardev=ctl,name=" + wire.PortName,
 		"-device", "virtio-rng-pci",
-	}
-	if q.Monitor != "" {
-		args = append(args, "-monitor", "unix:"+q.Monitor+",server=on,wait=off")
 	}
 	fd := 3
 	for i, n := range q.NICs {
@@ -82,7 +85,34 @@ func (q *QEMU) args(kernel, initrd string) []string {
 			"-netdev", fmt.Sprintf("tap,id=%s,fds=%s,vhost=off", id, strings.Join(fds, ":")),
 			"-device", fmt.Sprintf("virtio-net-pci,netdev=%s,mac=%s,mq=on,vectors=%d%s", id, n.MAC, 2*len(n.Queues)+2, eventIdx(n.NoEventIdx)))
 	}
+	if q.Control != nil {
+		// QEMU creates chardevs before devices, whatever their order.
+		args = append(args, "-chardev", fmt.Sprintf("socket,id=ctl,fd=%d,server=off", fd))
+		fd++
+	}
+	if q.Monitor != nil {
+		args = append(args, "-chardev", fmt.Sprintf("socket,id=mon,fd=%d,server=off", fd), "-mon", "chardev=mon,mode=readline")
+	}
 	return args
+}
+
+// socketPair returns the two ends of a connected stream socket: lab keeps
+// host, QEMU inherits guest (close it once QEMU started, so that lab reads
+// EOF when QEMU goes). Nothing is created on disk, so nothing can be left
+// behind, and QEMU needs no folder of its own.
+func socketPair() (host net.Conn, guest *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("socketpair: %w", err)
+	}
+	hf := os.NewFile(uintptr(fds[0]), "lab end")
+	defer hf.Close() // FileConn holds its own copy
+	host, err = net.FileConn(hf)
+	if err != nil {
+		unix.Close(fds[1])
+		return nil, nil, fmt.Errorf("socketpair: %w", err)
+	}
+	return host, os.NewFile(uintptr(fds[1]), "qemu end"), nil
 }
 
 // Cmdline is the copy-pasteable shell form (tap fds must be provided by the
@@ -133,6 +163,11 @@ func (q *QEMU) start(w io.Writer) (*vm, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	for _, n := range q.NICs {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, n.Queues...)
+	}
+	for _, f := range []*os.File{q.Control, q.Monitor} {
+		if f != nil {
+			cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+		}
 	}
 	if cred := sandbox.Credential(q.groups()...); cred != nil && !q.AsCaller {
 		var paths []string

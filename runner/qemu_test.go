@@ -13,7 +13,7 @@ import (
 )
 
 func TestQEMUArgsSandbox(t *testing.T) {
-	q := &QEMU{Accel: "tcg", CPUs: 1, MemoryMB: 256, Kernel: "/k", Initrd: "/i", Control: "/tmp/x/ctl.sock"}
+	q := &QEMU{Accel: "tcg", CPUs: 1, MemoryMB: 256, Kernel: "/k", Initrd: "/i"}
 	args := strings.Join(q.Args(), " ")
 	if want := "-sandbox on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"; !strings.Contains(args, want) {
 		t.Errorf("QEMU args lack %q:\n%s", want, args)
@@ -53,7 +53,7 @@ echo "kernel $(cat "$k") initrd $(cat "$i")"
 		t.Skip("no id")
 	}
 	q := &QEMU{Binary: fake, Accel: "tcg", CPUs: 1, MemoryMB: 64, Kernel: filepath.Join(private, "bzImage"),
-		Initrd: filepath.Join(private, "initramfs"), Control: filepath.Join(private, "ctl.sock")}
+		Initrd: filepath.Join(private, "initramfs")}
 	var console bytes.Buffer
 	v, err := q.start(&console)
 	if err != nil {

@@ -21,8 +21,6 @@ import (
 
 	"napilab/images"
 	"napilab/images/wire"
-	"napilab/kernels"
-	"napilab/kernels/sandbox"
 	"napilab/results"
 	"napilab/scenarios"
 )
@@ -127,8 +125,7 @@ type run struct {
 	leak    leakCheck
 	readyAt time.Time // the agent's ready event arrived (host clock)
 	setupAt time.Time // the topology setup started
-	ctlPath string
-	monPath string
+	mon     *monitor // QEMU's human monitor: SysRq when the agent does not answer
 	// bootLimit overrides the boot timeout (tests); 0 = bootTimeout.
 	bootLimit time.Duration
 }
@@ -143,15 +140,23 @@ func (r *run) do(ctx context.Context) error {
 		return &infraError{err}
 	}
 	r.res.Accel = accel
-	sockDir, err := os.MkdirTemp("", kernels.TempPattern("napilab-sock-"))
+	// The agent's channel and the monitor are socket pairs QEMU inherits:
+	// no socket file, so nothing on disk to leave behind or to share with
+	// QEMU's uid.
+	ctlHost, ctlQEMU, err := socketPair()
 	if err != nil {
-		return infra("failed to create a socket folder: %w", err)
+		return infra("failed to create the control channel: %w", err)
 	}
-	defer os.RemoveAll(sockDir)
-	// QEMU, as sandbox.UID, creates the control and monitor sockets here.
-	if err := sandbox.Own(sockDir); err != nil {
-		return infra("failed to create a socket folder: %w", err)
+	defer ctlQEMU.Close()
+	r.ctl = newControl(ctlHost)
+	defer r.ctl.Close()
+	monHost, monQEMU, err := socketPair()
+	if err != nil {
+		return infra("failed to create the monitor channel: %w", err)
 	}
+	defer monQEMU.Close()
+	r.mon = newMonitor(monHost)
+	defer r.mon.Close()
 	// No prune removes the image while this run boots it.
 	if release, err := images.Hold(r.cfg.Initramfs); err == nil {
 		defer release()
@@ -173,7 +178,7 @@ func (r *run) do(ctx context.Context) error {
 	defer r.host.Close()
 
 	q := &QEMU{Binary: r.cfg.QEMU, Accel: accel, CPUs: r.s.Machine.CPUs, MemoryMB: max(r.s.Machine.MemoryMB, r.cfg.MinMemoryMB),
-		Kernel: r.cfg.Kernel.BzImage, Initrd: r.cfg.Initramfs, Control: filepath.Join(sockDir, "ctl.sock"), Monitor: filepath.Join(sockDir, "mon.sock"),
+		Kernel: r.cfg.Kernel.BzImage, Initrd: r.cfg.Initramfs, Control: ctlQEMU, Monitor: monQEMU,
 		Append:      strings.Join(append(append(append([]string{}, baseCmdline...), r.cfg.Cmdline...), r.s.Machine.Cmdline...), " "),
 		Interactive: r.cfg.Shell}
 	if r.cfg.Shell {
@@ -183,7 +188,6 @@ func (r *run) do(ctx context.Context) error {
 		n := r.s.Topology.NICs[i]
 		q.NICs = append(q.NICs, QEMUNIC{MAC: n.MAC, Queues: t.Queues, NoEventIdx: n.EventIdx != nil && !*n.EventIdx})
 	}
-	r.ctlPath, r.monPath = q.Control, q.Monitor
 	r.res.QEMU = q.Cmdline()
 	os.WriteFile(filepath.Join(r.cfg.OutDir, "qemu.cmdline"), []byte(r.res.QEMU+"\n"), 0o644)
 	logFile, err := os.Create(filepath.Join(r.cfg.OutDir, "console.log"))
@@ -195,14 +199,14 @@ func (r *run) do(ctx context.Context) error {
 	r.cfg.Logf("booting %s (%s, %d cpus)", filepath.Base(r.cfg.Kernel.BzImage), accel, q.CPUs)
 	bootStart := time.Now()
 	r.vm, err = q.start(logFile)
+	// QEMU has its copies: lab's own would keep the channels open after QEMU died.
+	ctlQEMU.Close()
+	monQEMU.Close()
 	if err != nil {
 		return &infraError{err}
 	}
 	defer r.vm.stop(0)
 	err = r.boot(ctx, accel)
-	if r.ctl != nil {
-		defer r.ctl.Close()
-	}
 	if err != nil {
 		return err
 	}
@@ -318,10 +322,7 @@ func (r *run) boot(ctx context.Context, accel string) error {
 		}
 	}()
 	var err error
-	r.ctl, err = dialControl(bctx, r.ctlPath)
-	if err == nil {
-		r.hello, err = r.ctl.waitReady(bctx)
-	}
+	r.hello, err = r.ctl.waitReady(bctx)
 	if err == nil {
 		r.readyAt = time.Now()
 		return nil

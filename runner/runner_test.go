@@ -6,7 +6,6 @@ import (
 	"napilab/images/wire"
 	"net"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -38,7 +37,7 @@ func TestWindowMin(t *testing.T) {
 
 func TestQEMUArgs(t *testing.T) {
 	q := &QEMU{Accel: "tcg", CPUs: 4, MemoryMB: 256, Kernel: "/k", Initrd: "/i", Append: "console=ttyS0 panic=-1",
-		Control: "/tmp/x/ctl.sock", NICs: []QEMUNIC{{MAC: "52:54:00:12:34:56", Queues: make([]*os.File, 2)},
+		Control: os.Stdin, Monitor: os.Stdin, NICs: []QEMUNIC{{MAC: "52:54:00:12:34:56", Queues: make([]*os.File, 2)},
 			{MAC: "52:54:00:12:34:57", Queues: make([]*os.File, 3)}}}
 	cmd := q.Cmdline()
 	for _, want := range []string{
@@ -48,6 +47,8 @@ func TestQEMUArgs(t *testing.T) {
 		"-netdev tap,id=net1,fds=5:6:7,vhost=off",
 		"-append 'console=ttyS0 panic=-1'",
 		"virtserialport,bus=vser0.0,chardev=ctl,name=napilab.ctl",
+		"-chardev socket,id=ctl,fd=8,server=off", // after the five queues
+		"-chardev socket,id=mon,fd=9,server=off -mon chardev=mon,mode=readline",
 		"-no-reboot",
 	} {
 		if !strings.Contains(cmd, want) {
@@ -119,33 +120,36 @@ func TestBisect(t *testing.T) {
 }
 
 func TestMonitorSysrq(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "mon.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	lab, qemu := net.Pipe()
 	got := make(chan string, 1)
 	go func() {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		c.Write([]byte("QEMU 7.2.0 monitor - type 'help' for more information\r\n(qemu) "))
-		b, _ := io.ReadAll(c)
+		qemu.Write([]byte("QEMU 7.2.0 monitor - type 'help' for more information\r\n(qemu) "))
+		b, _ := io.ReadAll(qemu)
 		got <- string(b)
 	}()
+	m := newMonitor(lab)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := monitorSysrq(ctx, sock, "w", "l"); err != nil {
+	if err := m.sysrq(ctx, "w", "l"); err != nil {
 		t.Fatal(err)
 	}
+	m.Close()
 	if s := <-got; s != "sendkey alt-sysrq-w\nsendkey alt-sysrq-l\n" {
 		t.Errorf("monitor got %q", s)
 	}
-	if err := monitorSysrq(ctx, filepath.Join(t.TempDir(), "none.sock"), "w"); err == nil {
-		t.Error("no error without a monitor")
+	if err := m.sysrq(ctx, "w"); err == nil {
+		t.Error("no error from a closed monitor")
+	}
+}
+
+// A monitor QEMU no longer reads does not hold the evidence up.
+func TestMonitorSysrqDeadline(t *testing.T) {
+	lab, _ := net.Pipe() // nobody reads the other end
+	m := newMonitor(lab)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := m.sysrq(ctx, "w"); err == nil {
+		t.Error("a write nobody reads returned no error")
 	}
 }
 

@@ -139,8 +139,8 @@ func (r *run) hangEvidence(ctx context.Context, h *hangError) {
 			scancel()
 		}
 	}
-	if agentErr != nil && r.monPath != "" {
-		if err := monitorSysrq(ctx, r.monPath, "w", "l"); err != nil {
+	if agentErr != nil && r.mon != nil {
+		if err := r.mon.sysrq(ctx, "w", "l"); err != nil {
 			agentErr = fmt.Errorf("%v; %v", agentErr, err)
 		} else {
 			agentErr = fmt.Errorf("%v (SysRq sent through the QEMU monitor)", agentErr)
