@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"napilab/kernels/sandbox"
 )
 
@@ -63,10 +65,14 @@ func run(ctx context.Context, c command, onLine func(string)) ([]string, error) 
 	}
 	waited := make(chan error, 1)
 	go func() {
-		err := wait()
-		// Stragglers in the group would hold the pipe open forever.
+		// Stragglers in the group would hold the pipe open forever: kill
+		// the group once the leader exited but before it is reaped, while
+		// its pid (the group's id) cannot have been reused.
+		var info unix.Siginfo
+		for unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+		}
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		waited <- err
+		waited <- wait()
 	}()
 	t := newTail(tailLines)
 	r := bufio.NewReader(pr)

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestInterruptedRunsLeaveNothing starts `lab run` 20 times and interrupts
+// each at a random moment (boot, setup, timeline, evidence) with SIGINT, two
+// SIGINTs or SIGKILL, then checks that nothing it started outlived it: no
+// process (the test is the children's subreaper, so an orphan of lab becomes
+// ours), no temp folder, mount, named netns or host link.
+func TestInterruptedRunsLeaveNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots a real kernel 20 times")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (taps, namespaces)")
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab := filepath.Join(t.TempDir(), "lab")
+	if out, err := exec.Command("go", "build", "-o", lab, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	// Build (or find) the kernel and image first, so every interrupt lands
+	// in a run, not in a build.
+	warm := exec.Command(lab, "run", "scenarios/napi-disable-race.yaml", "--kernel", "kernels/stock-6.1.yaml", "-o", t.TempDir())
+	warm.Dir = root
+	if out, err := warm.CombinedOutput(); err != nil {
+		t.Fatalf("warm-up run: %v\n%s", err, out)
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	t.Logf("seed %d", seed)
+	before := hostState(t)
+	for i := 0; i < 20; i++ {
+		mode := []string{"SIGINT", "SIGINT twice", "SIGKILL"}[i%3]
+		delay := time.Duration(300+rng.IntN(11700)) * time.Millisecond
+		out := t.TempDir()
+		cmd := exec.Command(lab, "run", "scenarios/threaded-toggle-under-load.yaml", "--kernel", "kernels/stock-6.1.yaml", "-o", out)
+		cmd.Dir = root
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stderr, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(delay)
+		signalled := time.Now()
+		switch mode {
+		case "SIGINT":
+			cmd.Process.Signal(os.Interrupt)
+		case "SIGINT twice":
+			cmd.Process.Signal(os.Interrupt)
+			time.Sleep(100 * time.Millisecond)
+			cmd.Process.Signal(os.Interrupt)
+		case "SIGKILL":
+			cmd.Process.Kill()
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		select {
+		case <-exited:
+		case <-time.After(90 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+			t.Errorf("run %d (%s after %v): lab did not exit within 90 s\n%s", i, mode, delay, stderr.String())
+		}
+		took := time.Since(signalled)
+		t.Logf("run %d: %s after %v: exit %d after %v", i, mode, delay.Round(time.Millisecond), cmd.ProcessState.ExitCode(), took.Round(time.Millisecond))
+		if mode != "SIGKILL" && cmd.ProcessState.ExitCode() != 130 {
+			t.Errorf("run %d: %s exited %d, want 130 (interrupted)", i, mode, cmd.ProcessState.ExitCode())
+		}
+		if mode == "SIGINT twice" && took > 10*time.Second {
+			t.Errorf("run %d: a second SIGINT took %v to end lab", i, took)
+		}
+		if left := orphans(2 * time.Second); len(left) > 0 {
+			t.Errorf("run %d (%s after %v): processes outlived lab: %s", i, mode, delay, strings.Join(left, "; "))
+		}
+		if diff := hostState(t).diff(before); diff != "" {
+			t.Errorf("run %d (%s after %v): left behind: %s", i, mode, delay, diff)
+			before = hostState(t)
+		}
+	}
+}
+
+// orphans waits up to grace for processes reparented to this test to go
+// away, then kills and names those that did not.
+func orphans(grace time.Duration) []string {
+	deadline := time.Now().Add(grace)
+	for {
+		var left []string
+		var pids []int
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+			if err != nil {
+				continue
+			}
+			// pid (comm) state ppid ...
+			rest := stat[bytes.LastIndexByte(stat, ')')+2:]
+			f := strings.Fields(string(rest))
+			if len(f) < 2 || f[1] != strconv.Itoa(os.Getpid()) {
+				continue
+			}
+			if f[0] == "Z" {
+				var ws syscall.WaitStatus
+				syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+				continue
+			}
+			cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			left = append(left, strconv.Itoa(pid)+" "+strings.ReplaceAll(strings.TrimSpace(string(cmdline)), "\x00", " "))
+			pids = append(pids, pid)
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			for _, p := range pids {
+				syscall.Kill(p, syscall.SIGKILL)
+				syscall.Wait4(p, nil, 0, nil)
+			}
+			return left
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// state is what a run may leave on the host.
+type state map[string]bool
+
+func hostState(t *testing.T) state {
+	s := state{}
+	for _, dir := range []string{os.TempDir(), "/run/netns"} {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if dir != os.TempDir() || strings.HasPrefix(e.Name(), "napilab") {
+				s["file "+filepath.Join(dir, e.Name())] = true
+			}
+		}
+	}
+	mi, err := os.ReadFile("/proc/1/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(mi), "\n") {
+		if strings.Contains(l, "napilab") {
+			f := strings.Fields(l)
+			s["mount "+f[4]] = true
+		}
+	}
+	links, _ := os.ReadDir("/sys/class/net")
+	for _, l := range links {
+		s["link "+l.Name()] = true
+	}
+	return s
+}
+
+// diff names what s has and old had not.
+func (s state) diff(old state) string {
+	var extra []string
+	for k := range s {
+		if !old[k] {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(extra)
+	return strings.Join(extra, ", ")
+}
