@@ -145,7 +145,7 @@ func writeFileAtomic(path string, data []byte) error {
 		err = os.Rename(f.Name(), path)
 	}
 	if err == nil {
-		err = syncDir(dir)
+		err = SyncDir(dir)
 	}
 	if err != nil {
 		os.Remove(f.Name())
@@ -171,7 +171,7 @@ func writeSynced(path string, data []byte) error {
 }
 
 // syncDir fsyncs a folder so that the names created or renamed in it last.
-func syncDir(dir string) error {
+func SyncDir(dir string) error {
 	f, err := os.Open(dir)
 	if err != nil {
 		return err

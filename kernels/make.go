@@ -167,7 +167,7 @@ func (b *builder) publish(dir, key, work string, final []byte, objects int) (*Ar
 	if err := os.Rename(tmp, dir); err != nil {
 		return nil, fmt.Errorf("failed to publish artifact: %w", err)
 	}
-	if err := syncDir(b.layout.kernelsDir()); err != nil {
+	if err := SyncDir(b.layout.kernelsDir()); err != nil {
 		return nil, fmt.Errorf("failed to publish artifact: %w", err)
 	}
 	return newArtifact(dir, info), nil
