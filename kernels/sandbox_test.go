@@ -124,3 +124,26 @@ fi
 		t.Errorf("lab wrote through a planted build.log symlink: the host file holds %q", data)
 	}
 }
+
+// The sandboxed selftests make reaches the folders it owns inside lab's
+// scratch folder (a 0700 scratch folder stopped every selftests build).
+func TestSelftestTempReachable(t *testing.T) {
+	if !sandbox.Active() {
+		t.Skip("the build sandbox applies only to root")
+	}
+	parent := t.TempDir()
+	tmp, err := selftestTemp(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(tmp, "build")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := sandbox.Own(out); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(context.Background(), command{argv: []string{"touch", filepath.Join(out, "x")}, dir: "/", jail: []string{parent}}, nil); err != nil {
+		t.Fatalf("the sandboxed build cannot reach %s: %v", out, err)
+	}
+}

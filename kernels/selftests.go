@@ -103,7 +103,7 @@ func BuildSelftests(ctx context.Context, spec *Spec, art *Artifact, opts Options
 		return s, nil
 	}
 	start := time.Now()
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), TempPattern(".tmp-"))
+	tmp, err := selftestTemp(filepath.Dir(dir))
 	if err != nil {
 		return nil, err
 	}
@@ -196,6 +196,21 @@ func loadSelftests(dir string) (*Selftests, error) {
 // altnames.sh sources forwarding/lib.sh): built and installed along, their
 // config fragments not merged.
 var helperTargets = map[string][]string{"net": {"net/forwarding"}}
+
+// selftestTemp creates the build's scratch folder in parent. The sandboxed
+// make must pass through it (MkdirTemp makes it 0700): it stays lab's, but
+// searchable.
+func selftestTemp(parent string) (string, error) {
+	tmp, err := os.MkdirTemp(parent, TempPattern(".tmp-"))
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
 
 // selftestTargets is the TARGETS list: the collections and their helpers
 // that exist in src.
@@ -392,7 +407,11 @@ func (sb *selftestBuild) make(ctx context.Context, args ...string) ([]byte, erro
 			return nil, err
 		}
 	}
-	script := `mount -t overlay overlay -o "lowerdir=$1,upperdir=$2,workdir=$3" "$1" && shift 3 && exec make "$@"`
+	// Root of a nested user namespace mounts the overlay, then make runs as
+	// the sandbox's uid again in one more: as root there, rsync -a in
+	// kselftest's install would try to chown files to root's unmapped uid.
+	script := `mount -t overlay overlay -o "lowerdir=$1,upperdir=$2,workdir=$3" "$1" && shift 3 && ` +
+		`exec unshare --user --map-user=` + strconv.Itoa(sandbox.UID) + ` --map-group=` + strconv.Itoa(sandbox.GID) + ` make "$@"`
 	argv := append([]string{"unshare", "--user", "--map-root-user", "--mount", "--propagation", "private",
 		"sh", "-c", script, "sh", sb.src, upper, work}, args...)
 	fmt.Fprintf(sb.log, "$ make %s\n", strings.Join(args, " "))
