@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -12,30 +13,56 @@ import (
 	"napilab/results"
 )
 
-// FragmentsDir is the shipped fragments folder, which any scenario may
-// include from. A relative path is taken from the working folder: lab runs
-// from the project root, like its other defaults (kernels/, results/runs).
-var FragmentsDir = "scenarios/fragments"
+// ShippedDir is the project's scenarios folder (the shipped scenarios and
+// their fragments), which any scenario may include from. Empty: the first
+// folder, from the main scenario's folder upwards, that holds a real
+// scenarios/fragments folder gives it (so scenarios/ab and runner/testdata
+// reach it from anywhere), else scenarios/ in the working folder.
+var ShippedDir = ""
 
 // MaxFileSize bounds a scenario file and each fragment it includes.
 const MaxFileSize = 1 << 20
 
 // roots are the folders includes may come from: the main scenario's folder
-// and FragmentsDir, symlinks resolved.
+// and the shipped scenarios folder, symlinks resolved.
 type roots []string
 
 func includeRoots(mainFile string) roots {
 	var rs roots
-	for _, d := range []string{filepath.Dir(mainFile), FragmentsDir} {
+	for _, d := range []string{filepath.Dir(mainFile), shippedDir(mainFile)} {
 		real, err := filepath.EvalSymlinks(d)
 		if err != nil {
-			continue // a missing fragments folder allows nothing
+			continue // a missing folder allows nothing
 		}
 		if abs, err := filepath.Abs(real); err == nil {
 			rs = append(rs, abs)
 		}
 	}
 	return rs
+}
+
+func shippedDir(mainFile string) string {
+	if ShippedDir != "" {
+		return ShippedDir
+	}
+	dir, err := filepath.Abs(filepath.Dir(mainFile))
+	if err != nil {
+		return "scenarios"
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if realDir(filepath.Join(d, "scenarios")) && realDir(filepath.Join(d, "scenarios", "fragments")) {
+			return filepath.Join(d, "scenarios")
+		}
+		if filepath.Dir(d) == d {
+			return "scenarios"
+		}
+	}
+}
+
+// realDir says whether path is a folder and not a link to one.
+func realDir(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.IsDir()
 }
 
 // read resolves an include of the file from and reads it: a regular file
@@ -63,7 +90,7 @@ func (rs roots) read(from string, inc yaml.Node) (string, []byte, error) {
 		return fail("include %s: %v", inc.Value, err)
 	}
 	if !rs.hold(real) {
-		return fail("include %s: %s is outside the scenario's folder and the shipped fragments (%s)",
+		return fail("include %s: %s is outside the scenario's folder and the shipped scenarios (%s)",
 			inc.Value, real, strings.Join(rs, ", "))
 	}
 	b, err := results.ReadRegular(real, MaxFileSize)

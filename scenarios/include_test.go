@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// The tests run in scenarios/, where the shipped fragments are fragments/.
-func init() { FragmentsDir = "fragments" }
+// The tests run in scenarios/, the shipped scenarios folder.
+func init() { ShippedDir = "." }
 
 // openWithin opens dir/main.yaml holding an include line and the base
 // scenario, giving up (as a failure) when Open blocks.
@@ -99,5 +99,31 @@ func TestScenarioName(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "x.yaml:2:1: bad name") {
 			t.Errorf("name %q: error = %v, want x.yaml:2:1: bad name", name, err)
 		}
+	}
+}
+
+// TestShippedDirFound: with no ShippedDir set, a scenario anywhere in a
+// project tree (runner/testdata) may include the project's shipped
+// scenarios, found upwards; a scenarios folder that is a link is not taken.
+func TestShippedDirFound(t *testing.T) {
+	saved := ShippedDir
+	ShippedDir = ""
+	defer func() { ShippedDir = saved }()
+	proj := t.TempDir()
+	for _, d := range []string{"scenarios/fragments", "runner/testdata"} {
+		os.MkdirAll(filepath.Join(proj, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(proj, "scenarios", "s.yaml"), []byte("seed: 7\n"), 0o644)
+	main := filepath.Join(proj, "runner", "testdata", "x.yaml")
+	if got, want := shippedDir(main), filepath.Join(proj, "scenarios"); got != want {
+		t.Errorf("shippedDir = %s, want %s", got, want)
+	}
+	if err := openWithin(t, filepath.Dir(main), "../../scenarios/s.yaml"); err != nil {
+		t.Errorf("include of a shipped scenario: %v", err)
+	}
+	evil := t.TempDir()
+	os.Symlink(filepath.Join(proj, "scenarios"), filepath.Join(evil, "scenarios"))
+	if got := shippedDir(filepath.Join(evil, "x.yaml")); got != "scenarios" {
+		t.Errorf("shippedDir through a link = %s, want the working folder's scenarios", got)
 	}
 }

@@ -54,6 +54,8 @@ func TestErrorKind(t *testing.T) {
 		{fmt.Errorf("setup veth: %w", fmt.Errorf("%w: x", syscall.EBUSY)), wire.KindErrno, int(syscall.EBUSY)},
 		{timeoutError{fmt.Errorf("exec x: killed after 1s")}, wire.KindTimeout, 0},
 		{fmt.Errorf("no such program"), wire.KindAgent, 0},
+		// The fault switch stands for a kernel that refused the write.
+		{fmt.Errorf("write /napilab/fault: %w", faultError{0.2}), wire.KindErrno, int(syscall.EIO)},
 	} {
 		if kind, errno := errorKind(tc.err); kind != tc.kind || errno != tc.errno {
 			t.Errorf("errorKind(%v) = %s %d, want %s %d", tc.err, kind, errno, tc.kind, tc.errno)

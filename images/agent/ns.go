@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"sync"
 
 	"github.com/safchain/ethtool"
@@ -227,7 +228,14 @@ func injectFault(value string) error {
 		return fmt.Errorf("%s wants a probability 0..1, got %q", wire.FaultPath, value)
 	}
 	if rand.Float64() < p {
-		return fmt.Errorf("injected fault (p=%g)", p)
+		return faultError{p}
 	}
 	return nil
 }
+
+// faultError is an injected failure that stands for a kernel refusing the
+// write (EIO), so that it counts as the kernel's in the verdict.
+type faultError struct{ p float64 }
+
+func (e faultError) Error() string { return fmt.Sprintf("injected fault (p=%g)", e.p) }
+func (e faultError) Unwrap() error { return syscall.EIO }
