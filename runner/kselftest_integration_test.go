@@ -39,6 +39,9 @@ func debianGuest(t testing.TB) (*kernels.Artifact, *images.Image, *kernels.Selft
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The image comes back held (no prune removes it); the cleanup also
+	// keeps the hold's file reachable, or the GC would close it mid-run.
+	t.Cleanup(img.Release)
 	return k, img, st
 }
 
