@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -256,7 +257,7 @@ func (t *timeline) metricDelta(name string) (delta, seconds float64, err error) 
 		}
 	}
 	if len(snaps) < 2 {
-		return 0, 0, fmt.Errorf("%d snapshots of %s, want one before and one after the timeline", len(snaps), m.Source)
+		return 0, 0, unmeasured{fmt.Errorf("%d snapshots of %s, want one before and one after the timeline", len(snaps), m.Source)}
 	}
 	first, last := snaps[0], snaps[len(snaps)-1]
 	a, err := metricValue(m, first)
@@ -297,7 +298,7 @@ func (t *timeline) evalBound(a *scenarios.Assert, kind, name string, b *scenario
 	r := results.Assert{Name: assertName(a, name), Kind: kind, Line: a.Pos.Line, Bound: bound(b.Min, b.Max)}
 	d, secs, err := t.metricDelta(b.Metric)
 	if err != nil {
-		r.Measured = err.Error()
+		r.Measured, r.Unmeasured = err.Error(), isUnmeasured(err)
 		return r
 	}
 	v, unit := d, ""
@@ -329,8 +330,20 @@ func (t *timeline) evalRatio(a *scenarios.Assert) results.Assert {
 			return r
 		}
 	}
-	r.Measured = err.Error()
+	r.Measured, r.Unmeasured = err.Error(), isUnmeasured(err)
 	return r
+}
+
+// unmeasured is an error of the lab's measuring (a snapshot the guest did
+// not answer in time), not a value the kernel gave: its assertion is
+// unmeasured, an ERROR unless the kernel is implicated otherwise.
+type unmeasured struct{ error }
+
+func (e unmeasured) Unwrap() error { return e.error }
+
+func isUnmeasured(err error) bool {
+	var u unmeasured
+	return errors.As(err, &u)
 }
 
 // loadResults summarises every load that ran.

@@ -97,3 +97,24 @@ func dropVrxThreads(tl *timeline, took float64) {
 		}
 	}
 }
+
+// A final snapshot the guest did not give in time leaves totals unmeasured
+// (the lab's fault, ERROR), not failed (a FAIL on a slow debug guest).
+func TestEvaluateMissingSnapshotUnmeasured(t *testing.T) {
+	tl := recorded(t)
+	last := -1
+	for i, s := range tl.samples {
+		if s.Group == metricsGroup {
+			last = i
+		}
+	}
+	tl.samples = append(tl.samples[:last], tl.samples[last+1:]...)
+	for _, a := range []*scenarios.Assert{
+		{Grows: &scenarios.Grows{Metric: "softirqs.NET_RX", Min: 1}},
+		{Ratio: &scenarios.Ratio{Num: "softirqs.NET_RX", Den: "softirqs.NET_TX"}},
+	} {
+		if r := tl.evaluate(a); r.Passed || !r.Unmeasured || !strings.Contains(r.Measured, "1 snapshots") {
+			t.Errorf("%s: passed=%v unmeasured=%v measured %q, want unmeasured", r.Name, r.Passed, r.Unmeasured, r.Measured)
+		}
+	}
+}

@@ -167,7 +167,9 @@ func (t *timeline) run(ctx context.Context) error {
 				err = serr
 			}
 		}
-		cctx, cancel := cleanupCtx(ctx, cleanupTimeout)
+		// The final snapshot is a measurement: a slow (debug, starved)
+		// guest gets a step's deadline for it.
+		cctx, cancel := cleanupCtx(ctx, max(cleanupTimeout, t.s.Defaults.Deadline.D()))
 		t.final = t.snapshot(cctx, metricsGroup, t.metricSources())
 		cancel()
 	}
