@@ -168,8 +168,8 @@ func (t *timeline) run(ctx context.Context) error {
 			}
 		}
 		// The final snapshot is a measurement: a slow (debug, starved)
-		// guest gets a step's deadline for it.
-		cctx, cancel := cleanupCtx(ctx, max(cleanupTimeout, t.s.Defaults.Deadline.D()))
+		// guest gets three step deadlines for it, as for the setup.
+		cctx, cancel := cleanupCtx(ctx, max(cleanupTimeout, 3*t.s.Defaults.Deadline.D()))
 		t.final = t.snapshot(cctx, metricsGroup, t.metricSources())
 		cancel()
 	}
