@@ -104,7 +104,13 @@ func (t *timeline) sampleLoop(ctx context.Context, g samplerGroup) {
 // snapshot reads sources once and records them under group; it returns the
 // record's host time, or -1 when the read failed.
 func (t *timeline) snapshot(ctx context.Context, group string, sources []string) float64 {
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	limit := 5 * time.Second
+	if group == metricsGroup {
+		// The totals before and after the timeline are measurements a
+		// slow (debug, starved) guest must still give: three step deadlines.
+		limit = max(limit, 3*t.s.Defaults.Deadline.D())
+	}
+	cctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var s wire.Sample
 	if err := t.ctl.call(cctx, wire.OpSample, wire.SampleArgs{Sources: sources}, &s); err != nil {
