@@ -91,7 +91,7 @@ func newResultsCmd(_ *globalOptions) *cobra.Command {
 			worst := results.Pass
 			for _, r := range rs {
 				fmt.Fprintf(cmd.OutOrStdout(), "%-5s %s on %s\n", r.Verdict, r.Scenario, r.Kernel.Spec)
-				if r.Verdict.ExitCode() > worst.ExitCode() {
+				if r.Verdict.Worse(worst) {
 					worst = r.Verdict
 				}
 			}

@@ -194,7 +194,7 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 		ran[j.Cfg.OutDir] = true
 		printVerdict(out, r, runDir(j, r))
 		groups[j.Group] = append(groups[j.Group], r)
-		if r.Verdict.ExitCode() > worst.ExitCode() {
+		if r.Verdict.Worse(worst) {
 			worst = r.Verdict
 		}
 	})

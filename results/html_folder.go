@@ -225,7 +225,7 @@ func ListFolders(root string) ([]Folder, error) {
 			f.Note = fmt.Sprintf("%d of %d figures beyond noise, %d+%d runs", beyond, len(c.Rows), len(as), len(bs))
 			for _, r := range append(as, bs...) {
 				f.Scenario = r.Scenario
-				if r.Verdict.ExitCode() > f.Verdict.ExitCode() {
+				if r.Verdict.Worse(f.Verdict) {
 					f.Verdict = r.Verdict
 				}
 				if !r.Started.IsZero() && (f.Time.IsZero() || r.Started.Before(f.Time)) {

@@ -18,22 +18,45 @@ import (
 // Verdict is the outcome of a run.
 type Verdict string
 
-// Verdicts, from best to worst; ExitCode maps them to the CLI's exit codes.
+// Verdicts, from best to worst (Worse orders them); ExitCode maps them to
+// the CLI's exit codes.
 const (
-	Pass  Verdict = "PASS"  // every assertion held, no splat
-	Fail  Verdict = "FAIL"  // the kernel or the scenario's assertions failed
-	Error Verdict = "ERROR" // the lab or the host failed; says nothing about the kernel
+	Pass Verdict = "PASS" // every assertion held, no splat
+	// Inconclusive: the runs do not allow a decision (a performance budget
+	// whose difference the run-to-run noise hides); the kernel is neither
+	// cleared nor implicated, and the result says how many runs would decide.
+	Inconclusive Verdict = "INCONCLUSIVE"
+	Fail         Verdict = "FAIL"  // the kernel or the scenario's assertions failed
+	Error        Verdict = "ERROR" // the lab or the host failed; says nothing about the kernel
 )
 
-// ExitCode is 0 for PASS, 1 for FAIL, 2 for ERROR.
+// ExitCode is 0 for PASS, 1 for FAIL, 2 for ERROR and 3 for INCONCLUSIVE.
 func (v Verdict) ExitCode() int {
 	switch v {
 	case Pass:
 		return 0
 	case Fail:
 		return 1
+	case Inconclusive:
+		return 3
 	}
 	return 2
+}
+
+// Worse reports whether v is a worse outcome than w: PASS < INCONCLUSIVE <
+// FAIL < ERROR (exit codes do not sort that way).
+func (v Verdict) Worse(w Verdict) bool { return v.rank() > w.rank() }
+
+func (v Verdict) rank() int {
+	switch v {
+	case Pass:
+		return 0
+	case Inconclusive:
+		return 1
+	case Fail:
+		return 2
+	}
+	return 3
 }
 
 // Result is everything a run found out.
