@@ -18,9 +18,13 @@ var figureMetrics = []string{
 	"ksoftirqd.cpu_seconds", "napi.cpu_seconds",
 }
 
+// perDatagram are the costs also given per delivered UDP datagram (the
+// seeds' "softirqs and IPIs per packet").
+var perDatagram = []string{"softirqs.NET_RX", "interrupts.CAL", "interrupts.RES"}
+
 // figures computes the run's numbers: for each metric its change over the
 // timeline and its rate per second, per-CPU forms of the CPU-time metrics,
-// each load's delivered rate and latency, NET_RX per datagram, and who
+// each load's delivered rate and latency, softirqs and IPIs per datagram, and who
 // polled (pollFigures).
 func (t *timeline) figures(cpus int) map[string]float64 {
 	out := map[string]float64{}
@@ -42,8 +46,12 @@ func (t *timeline) figures(cpus int) map[string]float64 {
 			out[n+"/s"] = d / secs
 		}
 	}
-	if rx, dg := out["softirqs.NET_RX"], out["snmp.Udp.InDatagrams"]; dg > 0 {
-		out["softirqs.NET_RX per datagram"] = rx / dg
+	if dg := out["snmp.Udp.InDatagrams"]; dg > 0 {
+		for _, m := range perDatagram {
+			if v, ok := out[m]; ok {
+				out[m+" per datagram"] = v / dg
+			}
+		}
 	}
 	t.pollFigures(out)
 	for _, l := range t.loadResults() {
