@@ -94,7 +94,7 @@ func DefaultBaselineName(scenario string, k Kernel) string {
 // SaveBaseline writes b to dir/NAME.json, creating dir and replacing a
 // baseline of the same name atomically (temp file, fsync, rename, fsync of
 // dir). The file is stable for version control: indented, samples sorted by
-// metric and run, times in UTC, non-finite values dropped (Compare drops
+// metric and run, the time in whole UTC seconds, non-finite values dropped (Compare drops
 // them too), no path of this machine (the kernel's BzImage is left out, an
 // absolute spec path is cut to its base name).
 func SaveBaseline(dir string, b *Baseline) (string, error) {
@@ -106,7 +106,7 @@ func SaveBaseline(dir string, b *Baseline) (string, error) {
 	if filepath.IsAbs(c.Kernel.Spec) {
 		c.Kernel.Spec = filepath.Base(c.Kernel.Spec)
 	}
-	c.Created = c.Created.UTC()
+	c.Created = c.Created.UTC().Truncate(time.Second)
 	c.Samples = nil
 	for _, s := range b.Samples {
 		if !math.IsNaN(s.Value) && !math.IsInf(s.Value, 0) {
