@@ -44,6 +44,9 @@ func TestCheckBudgetsRule(t *testing.T) {
 		{name: "too few runs for the rank test", a: []float64{100, 101, 99}, b: []float64{80, 81, 79},
 			budget: Budget{MaxDrop: .05}, want: Inconclusive, needed: 4, ratio: 0.8,
 			reason: "at n=3; about 4 runs per side would decide"},
+		{name: "no spread and too few runs", a: []float64{100, 100, 100}, b: []float64{80, 80, 80},
+			budget: Budget{MaxDrop: .05}, want: Inconclusive, needed: 4, ratio: 0.8,
+			reason: "the noise (CV 0.0%) hides a 5% change at n=3; about 4 runs per side would decide"},
 		{name: "too close to the budget", a: budgetBase, b: []float64{97, 95, 96, 94.5, 97.5},
 			budget: Budget{MaxDrop: .05}, want: Inconclusive, needed: 4, ratio: 0.96,
 			reason: "-4.0% [-5.9..-2.0%] p=0.0079, budget -5%: the change is too close to the budget to decide at n=5"},
@@ -264,7 +267,7 @@ func TestWritePerfHTML(t *testing.T) {
 			t.Errorf("budget section lacks %q", want)
 		}
 	}
-	if n := strings.Count(budgets, `<div class="card">`); n != 5 {
+	if n := strings.Count(budgets, `<div class="card" style="max-width:420px">`); n != 5 {
 		t.Errorf("%d budget cards, want 5", n)
 	}
 }

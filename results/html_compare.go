@@ -112,7 +112,7 @@ var comparePage = template.Must(template.New("compare").Funcs(repFuncs).Parse(`<
 <p class="small">One dot per run, <span class="side-a">A (baseline)</span> above <span class="side-b">B (candidate)</span>; the bar is each side's median, the dashed red line the budget's bound.</p>
 {{- end}}
 {{- if .Budgets}}
-<div class="grid">{{range .Budgets}}<div class="card"><span class="badge {{.Verdict}}">{{.Verdict}}</span> <span class="small">{{.Reason}}</span><br/>{{.Plot}}</div>{{end}}</div>
+<div class="grid">{{range .Budgets}}<div class="card" style="max-width:420px"><span class="badge {{.Verdict}}">{{.Verdict}}</span> <span class="small">{{.Reason}}</span><br/>{{.Plot}}</div>{{end}}</div>
 {{- end}}
 <div class="banner INFO">{{.Beyond}} of {{len .Rows}} figures differ beyond the noise (alpha {{.C.Alpha}}).
 <div class="small">{{.C.Method}}</div></div>
