@@ -180,9 +180,9 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#
 main{max-width:1140px;margin:0 auto;padding:16px 20px 40px}
 h1{font-size:22px;margin:8px 0 4px}h2{font-size:17px;margin:26px 0 8px;border-bottom:1px solid #ddd;padding-bottom:3px}
 .badge{display:inline-block;padding:2px 10px;border-radius:4px;color:#fff;font-weight:bold;letter-spacing:.5px}
-.PASS{background:#2e7d32}.FAIL{background:#c62828}.ERROR{background:#ef6c00}
+.PASS{background:#2e7d32}.FAIL{background:#c62828}.ERROR{background:#ef6c00}.INCONCLUSIVE{background:#6d6d6d}
 .banner{border-left:8px solid;padding:10px 14px;background:#fff;margin:10px 0}
-.banner.INFO{border-color:#4e79a7;background:#eef3fa}.banner.PASS{border-color:#2e7d32;background:#eef7ee}.banner.FAIL{border-color:#c62828;background:#fdeeee}.banner.ERROR{border-color:#ef6c00;background:#fff4e5}
+.banner.INFO{border-color:#4e79a7;background:#eef3fa}.banner.PASS{border-color:#2e7d32;background:#eef7ee}.banner.FAIL{border-color:#c62828;background:#fdeeee}.banner.ERROR{border-color:#ef6c00;background:#fff4e5}.banner.INCONCLUSIVE{border-color:#6d6d6d;background:#f2f2f2}
 table{border-collapse:collapse;background:#fff;margin:4px 0}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}

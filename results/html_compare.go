@@ -26,6 +26,8 @@ type compareView struct {
 	Plots    []template.HTML
 	Runs     []compareRunView
 	Beyond   int
+	Perf     *PerfCheck       // set by WritePerfHTML: the budgets come first
+	Budgets  []budgetCardView // one per budget of Perf
 }
 
 type compareRowView struct {
@@ -103,6 +105,15 @@ var comparePage = template.Must(template.New("compare").Funcs(repFuncs).Parse(`<
 </style></head>
 <body><main>
 <h1>{{.Scenario}}: <span class="side-a">A {{.C.A}}</span> vs <span class="side-b">B {{.C.B}}</span></h1>
+{{- with .Perf}}
+<div class="banner {{.Verdict}}"><span class="badge {{.Verdict}}">{{.Verdict}}</span> {{.Summary}}
+<div class="small">{{.Method}}</div></div>
+<h2>Budgets</h2>
+<p class="small">One dot per run, <span class="side-a">A (baseline)</span> above <span class="side-b">B (candidate)</span>; the bar is each side's median, the dashed red line the budget's bound.</p>
+{{- end}}
+{{- if .Budgets}}
+<div class="grid">{{range .Budgets}}<div class="card" style="max-width:420px"><span class="badge {{.Verdict}}">{{.Verdict}}</span> <span class="small">{{.Reason}}</span><br/>{{.Plot}}</div>{{end}}</div>
+{{- end}}
 <div class="banner INFO">{{.Beyond}} of {{len .Rows}} figures differ beyond the noise (alpha {{.C.Alpha}}).
 <div class="small">{{.C.Method}}</div></div>
 

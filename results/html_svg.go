@@ -217,8 +217,9 @@ func barsSVG(title string, labels []string, values []float64, color string) temp
 }
 
 // dotPlotSVG draws each run's value of one figure, side A above side B, with
-// each side's median as a tick.
-func dotPlotSVG(title, note string, a, b []float64, medA, medB float64) template.HTML {
+// each side's median as a tick and each of limits (a budget's bound) as a
+// dashed red line across both sides.
+func dotPlotSVG(title, note string, a, b []float64, medA, medB float64, limits ...float64) template.HTML {
 	const w, h, left, right = 420.0, 92.0, 24.0, 16.0
 	s := newSVG(w, h, title)
 	s.text(0, 13, "start", svgInk, title, ` font-weight="bold"`)
@@ -232,6 +233,11 @@ func dotPlotSVG(title, note string, a, b []float64, medA, medB float64) template
 	if math.IsInf(lo, 1) {
 		s.text(w/2, 50, "middle", svgFaint, "no values", "")
 		return s.html()
+	}
+	for _, l := range limits {
+		if !math.IsNaN(l) && !math.IsInf(l, 0) {
+			lo, hi = min(lo, l), max(hi, l)
+		}
 	}
 	pad := (hi - lo) * 0.05
 	if pad == 0 {
@@ -253,6 +259,13 @@ func dotPlotSVG(title, note string, a, b []float64, medA, medB float64) template
 		}
 		for j, v := range side.vals {
 			s.circle(sc.at(v), y, 4, side.color, ` fill-opacity="0.8"`, fmt.Sprintf("%s run %d: %s", side.label, j+1, cmpFmt(v)))
+		}
+	}
+	for _, l := range limits {
+		if !math.IsNaN(l) && !math.IsInf(l, 0) {
+			x := sc.at(l)
+			s.line(x, 20, x, 62, svgRed, 1.5, ` stroke-dasharray="4 3" class="budget"`)
+			s.text(x, 71, "middle", svgRed, "budget "+cmpFmt(l), ` font-size="9"`)
 		}
 	}
 	ticks, _ := niceTicks(lo-pad, hi+pad, 5)

@@ -27,12 +27,19 @@ func RunsNeeded(cv, tol, alpha, power float64) int {
 	}
 	z := distuv.UnitNormal.Quantile(1-alpha/2) + distuv.UnitNormal.Quantile(power)
 	n := 2 * z * z * cv * cv / (tol * tol) / medianEfficiency
-	floor := 2
-	for cmpMinP(floor, floor) >= alpha {
-		floor++
-	}
+	floor := minRuns(alpha)
 	if math.IsInf(n, 0) || n > 1e6 {
 		return 1e6
 	}
 	return max(floor, int(math.Ceil(n)))
+}
+
+// minRuns is the fewest runs per side with which the rank test can reach
+// p < alpha at all (4 at alpha 0.05).
+func minRuns(alpha float64) int {
+	n := 2
+	for n < 1000 && cmpMinP(n, n) >= alpha { // bounded: alpha may be 0
+		n++
+	}
+	return n
 }
