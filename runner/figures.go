@@ -8,15 +8,8 @@ import (
 
 	"napilab/images/wire"
 	"napilab/results"
+	"napilab/scenarios"
 )
-
-// figureMetrics are recorded for every run, so any two runs can be compared
-// (lab compare) whatever their assertions.
-var figureMetrics = []string{
-	"softirqs.NET_RX", "softirqs.NET_TX", "softnet.processed", "softnet.dropped", "softnet.time_squeeze",
-	"softnet.received_rps", "interrupts.CAL", "interrupts.RES", "snmp.Udp.InDatagrams", "snmp.Udp.RcvbufErrors",
-	"ksoftirqd.cpu_seconds", "napi.cpu_seconds",
-}
 
 // figures computes the run's numbers: for each metric its change over the
 // timeline and its rate per second, per-CPU forms of the CPU-time metrics,
@@ -24,10 +17,11 @@ var figureMetrics = []string{
 // polled (pollFigures).
 func (t *timeline) figures(cpus int) map[string]float64 {
 	out := map[string]float64{}
-	names := append([]string{}, figureMetrics...)
+	names := append([]string{}, scenarios.FigureMetrics...) // the names budgets are checked against
 	for c := 0; c < cpus; c++ {
-		cpu := ".cpu" + strconv.Itoa(c)
-		names = append(names, "ksoftirqd.cpu_seconds"+cpu, "softirqs.NET_RX"+cpu, "interrupts.CAL"+cpu, "interrupts.RES"+cpu, "softnet.received_rps"+cpu)
+		for _, m := range scenarios.PerCPUFigures {
+			names = append(names, m+".cpu"+strconv.Itoa(c))
+		}
 	}
 	for _, m := range t.s.Metrics() {
 		names = append(names, m.Name)
@@ -43,7 +37,7 @@ func (t *timeline) figures(cpus int) map[string]float64 {
 		}
 	}
 	if rx, dg := out["softirqs.NET_RX"], out["snmp.Udp.InDatagrams"]; dg > 0 {
-		out["softirqs.NET_RX per datagram"] = rx / dg
+		out[scenarios.NetRXPerDatagram] = rx / dg
 	}
 	t.pollFigures(out)
 	for _, l := range t.loadResults() {

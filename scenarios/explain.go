@@ -81,6 +81,7 @@ func (s *Scenario) Explain(w io.Writer) {
 			l.SinkAddr, l.To.Port, or(l.SinkNetns, "root"), l.Flows, l.Size, rate, pin(l))
 	}
 	explainInjects(w, s.Inject)
+	explainPerf(w, s.Perf)
 	fmt.Fprintf(w, "timeline (each action must finish within %v unless it says otherwise):\n", s.Defaults.Deadline.D())
 	end := explainSteps(w, s.Timeline, 0, "  ")
 	fmt.Fprintf(w, "  ~%v in all\n", end.Round(100*time.Millisecond))
