@@ -31,6 +31,8 @@ type Perf struct {
 	Alpha   float64   `yaml:"alpha"`
 	Budgets []*Budget `yaml:"budgets"` // at least one
 	Pos     Pos       `yaml:"-"`
+
+	written int // budget entries in the file, counting those that failed to decode
 }
 
 // Budget bounds how far one figure may move against the baseline, in one
@@ -129,6 +131,9 @@ func (Percent) JSONSchema() *jsonschema.Schema {
 func (p *Perf) UnmarshalYAML(n *yaml.Node) error {
 	type raw Perf
 	p.Pos = Pos{Line: n.Line, Col: n.Column}
+	if b := valueNode(n, "budgets"); b != nil {
+		p.written = len(b.Content)
+	}
 	return n.Decode((*raw)(p))
 }
 
@@ -171,7 +176,7 @@ func (k *checker) perf() {
 	} else if floor := MinRepeat(p.Alpha); p.Repeat < floor {
 		c.add(p.Pos, "perf repeat %d: the rank test cannot reach p < %g with fewer than %d runs per side", p.Repeat, p.Alpha, floor)
 	}
-	if len(p.Budgets) == 0 {
+	if p.written == 0 {
 		c.add(p.Pos, "perf needs at least one budget under budgets:")
 	}
 	for _, b := range p.Budgets {
@@ -293,6 +298,16 @@ func closest(s string, names []string) string {
 		}
 	}
 	return ""
+}
+
+// valueNode returns the value of a mapping's key, or nil.
+func valueNode(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; m.Kind == yaml.MappingNode && i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
 }
 
 // explainPerf prints the perf block: the baseline, repeats, level and every
