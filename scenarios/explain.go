@@ -81,7 +81,6 @@ func (s *Scenario) Explain(w io.Writer) {
 			l.SinkAddr, l.To.Port, or(l.SinkNetns, "root"), l.Flows, l.Size, rate, pin(l))
 	}
 	explainInjects(w, s.Inject)
-	explainPerf(w, s.Perf)
 	fmt.Fprintf(w, "timeline (each action must finish within %v unless it says otherwise):\n", s.Defaults.Deadline.D())
 	end := explainSteps(w, s.Timeline, 0, "  ")
 	fmt.Fprintf(w, "  ~%v in all\n", end.Round(100*time.Millisecond))
@@ -90,6 +89,7 @@ func (s *Scenario) Explain(w io.Writer) {
 	for _, a := range s.Asserts {
 		fmt.Fprintf(w, "  - %s\n", explainAssert(a))
 	}
+	explainPerf(w, s.Perf)
 }
 
 func or(s, def string) string {
