@@ -14,19 +14,21 @@ import (
 func newScenarioCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "scenario", Short: "Check, explain and describe scenario files"}
 	var params []string
+	var strict bool
 	lint := &cobra.Command{
 		Use:   "lint FILE...",
-		Short: "Report every problem in scenario files as file:line:col; exit 2 on any",
+		Short: "Report every problem in scenario files as file:line:col; exit 2 on any error (and with --strict on any warning)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := parseParams(params)
 			if err != nil {
 				return err
 			}
-			return lintFiles(cmd.OutOrStdout(), args, p)
+			return lintFiles(cmd.OutOrStdout(), args, p, strict)
 		},
 	}
 	lint.Flags().StringArrayVarP(&params, "param", "p", nil, "parameter name=value")
+	lint.Flags().BoolVar(&strict, "strict", false, "treat warnings as problems")
 	explain := &cobra.Command{
 		Use:   "explain FILE",
 		Short: "Print the resolved scenario as a plan: topology, loads, timeline, assertions",
@@ -70,12 +72,22 @@ func newScenarioCmd() *cobra.Command {
 	return cmd
 }
 
-func lintFiles(w io.Writer, files []string, params map[string]string) error {
+// lintFiles prints every file's errors and warnings; warnings alone pass
+// unless strict.
+func lintFiles(w io.Writer, files []string, params map[string]string, strict bool) error {
 	var errs *multierror.Error
 	for _, f := range files {
-		if _, err := scenarios.Open(f, params); err != nil {
+		s, err := scenarios.Open(f, params)
+		if err != nil {
 			fmt.Fprintln(w, err)
 			errs = multierror.Append(errs, err)
+			continue
+		}
+		for _, warning := range s.Warnings {
+			fmt.Fprintln(w, warning)
+		}
+		if strict && len(s.Warnings) > 0 {
+			errs = multierror.Append(errs, fmt.Errorf("%s: %d warnings", f, len(s.Warnings)))
 			continue
 		}
 		fmt.Fprintf(w, "%s: ok\n", f)

@@ -8,6 +8,7 @@ import (
 
 	"napilab/images/wire"
 	"napilab/results"
+	"napilab/scenarios"
 )
 
 // figureMetrics are recorded for every run, so any two runs can be compared
@@ -28,10 +29,11 @@ var perDatagram = []string{"softirqs.NET_RX", "interrupts.CAL", "interrupts.RES"
 // polled (pollFigures).
 func (t *timeline) figures(cpus int) map[string]float64 {
 	out := map[string]float64{}
-	names := append([]string{}, figureMetrics...)
+	names := append([]string{}, scenarios.FigureMetrics...) // the names budgets are checked against
 	for c := 0; c < cpus; c++ {
-		cpu := ".cpu" + strconv.Itoa(c)
-		names = append(names, "ksoftirqd.cpu_seconds"+cpu, "softirqs.NET_RX"+cpu, "interrupts.CAL"+cpu, "interrupts.RES"+cpu, "softnet.received_rps"+cpu)
+		for _, m := range scenarios.PerCPUFigures {
+			names = append(names, m+".cpu"+strconv.Itoa(c))
+		}
 	}
 	for _, m := range t.s.Metrics() {
 		names = append(names, m.Name)
@@ -47,9 +49,9 @@ func (t *timeline) figures(cpus int) map[string]float64 {
 		}
 	}
 	if dg := out["snmp.Udp.InDatagrams"]; dg > 0 {
-		for _, m := range perDatagram {
+		for _, m := range scenarios.PerDatagram {
 			if v, ok := out[m]; ok {
-				out[m+" per datagram"] = v / dg
+				out[m+scenarios.PerDatagramSuffix] = v / dg
 			}
 		}
 	}

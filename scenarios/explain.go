@@ -89,6 +89,7 @@ func (s *Scenario) Explain(w io.Writer) {
 	for _, a := range s.Asserts {
 		fmt.Fprintf(w, "  - %s\n", explainAssert(a))
 	}
+	explainPerf(w, s.Perf)
 }
 
 func or(s, def string) string {

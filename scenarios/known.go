@@ -13,6 +13,7 @@ import (
 var (
 	typeOfScenario = reflect.TypeOf(Scenario{})
 	typeDuration   = reflect.TypeOf(Duration(0))
+	typePercent    = reflect.TypeOf(Percent(0))
 	typePollCtx    = reflect.TypeOf(PollContext{})
 	unmarshaler    = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 )
@@ -32,6 +33,12 @@ func checkKnown(n *yaml.Node, t reflect.Type, where string, c *collector) {
 	if t == typeDuration {
 		if _, err := time.ParseDuration(n.Value); err != nil || n.Kind != yaml.ScalarNode {
 			c.at(n.Line, n.Column, "bad duration %q%s: want a number with a unit, like 100ms or 10s", n.Value, in(where))
+		}
+		return
+	}
+	if t == typePercent {
+		if _, err := parsePercent(n.Value); err != nil || n.Kind != yaml.ScalarNode {
+			c.at(n.Line, n.Column, "bad percentage %s%s: want a number above 0 with a %% sign, like 5%% or 12.5%%", shown(n), in(where))
 		}
 		return
 	}

@@ -1,9 +1,15 @@
 package scenarios
 
-import "napilab/results"
+import (
+	"strings"
 
-// Metrics returns every metric the scenario's assertions read. Metric names
-// are defined in one place, results.ParseMetric (see results.KnownMetrics).
+	"napilab/results"
+)
+
+// Metrics returns every metric the scenario's assertions and perf budgets
+// read (a budget's rate, name/s, as its metric), so that the runner samples
+// them and computes their figures. Metric names are defined in one place,
+// results.ParseMetric (see results.KnownMetrics).
 func (s *Scenario) Metrics() []results.MetricRef {
 	var out []results.MetricRef
 	add := func(name string) {
@@ -28,6 +34,11 @@ func (s *Scenario) Metrics() []results.MetricRef {
 			}
 		}
 	}
+	if s.Perf != nil {
+		for _, b := range s.Perf.Budgets {
+			add(strings.TrimSuffix(b.Metric, "/s"))
+		}
+	}
 	return out
 }
 
@@ -39,3 +50,30 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// FigureMetrics are recorded for every run, so any two runs can be compared
+// (lab compare) and budgeted whatever the assertions; the runner computes
+// each one's change and its rate (/s).
+var FigureMetrics = []string{
+	"softirqs.NET_RX", "softirqs.NET_TX", "softnet.processed", "softnet.dropped", "softnet.time_squeeze",
+	"softnet.received_rps", "interrupts.CAL", "interrupts.RES", "snmp.Udp.InDatagrams", "snmp.Udp.RcvbufErrors",
+	"ksoftirqd.cpu_seconds", "napi.cpu_seconds",
+}
+
+// PerCPUFigures are the metrics recorded per CPU too (softirqs.NET_RX.cpu0).
+var PerCPUFigures = []string{"ksoftirqd.cpu_seconds", "softirqs.NET_RX", "interrupts.CAL", "interrupts.RES", "softnet.received_rps"}
+
+// PerDatagram are the costs also given per delivered UDP datagram, as
+// "<metric> per datagram" (<metric> / snmp.Udp.InDatagrams): the seeds'
+// softirqs and IPIs per packet.
+var PerDatagram = []string{"softirqs.NET_RX", "interrupts.CAL", "interrupts.RES"}
+
+// PerDatagramSuffix follows a PerDatagram metric in its figure's name.
+const PerDatagramSuffix = " per datagram"
+
+// LoadFigures follow a load's name (udp.rx_pps): packets per second received
+// and sent; LatencyFigures are an rr load's percentiles in microseconds.
+var (
+	LoadFigures    = []string{"rx_pps", "sent_pps"}
+	LatencyFigures = []string{"p50_us", "p99_us", "p999_us"}
+)

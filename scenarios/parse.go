@@ -91,6 +91,9 @@ func Parse(name string, data []byte, params map[string]string) (*Scenario, error
 		}
 	}
 	s.Includes = srcs.names()[1:]
+	if k := keyNode(root, "perf"); k != nil && s.Perf == nil {
+		c.at(k.Line, k.Column, "perf is empty: it needs budgets:")
+	}
 	s.dropEmpty(c)
 	s.resolvePositions(c.files)
 	s.setDefaults()
@@ -106,6 +109,8 @@ func Parse(name string, data []byte, params map[string]string) (*Scenario, error
 		}
 	}
 	s.Source, _ = yaml.Marshal(root)
+	s.MeasureHash = measureHash(root)
+	s.Warnings = c.warnings()
 	return s, nil
 }
 

@@ -54,10 +54,11 @@ func (es Errors) Error() string {
 	return strings.Join(lines, "\n")
 }
 
-// collector gathers errors, dropping exact repeats.
+// collector gathers errors, dropping exact repeats, and warnings.
 type collector struct {
 	files files
 	errs  Errors
+	warns Errors
 	seen  map[string]bool
 	lines map[Pos]bool // file and line of every error so far
 }
@@ -89,16 +90,37 @@ func (c *collector) add(p Pos, format string, args ...any) {
 	c.errs = append(c.errs, e)
 }
 
+// warn records a problem that does not stop a run.
+func (c *collector) warn(p Pos, format string, args ...any) {
+	c.warns = append(c.warns, PosError{Pos: p, Msg: "warning: " + fmt.Sprintf(format, args...)})
+}
+
 func (c *collector) err() error {
 	if len(c.errs) == 0 {
 		return nil
 	}
+	c.sort(c.errs)
+	return c.errs
+}
+
+// warnings returns the warnings in file order, as "file:line:col: warning: ...".
+func (c *collector) warnings() []string {
+	c.sort(c.warns)
+	var out []string
+	for _, w := range c.warns {
+		out = append(out, w.Error())
+	}
+	return out
+}
+
+// sort orders problems by file (the main file first), line and column.
+func (c *collector) sort(es Errors) {
 	order := map[string]int{}
 	for i, f := range c.files {
 		order[f] = i
 	}
-	sort.SliceStable(c.errs, func(i, j int) bool {
-		a, b := c.errs[i].Pos, c.errs[j].Pos
+	sort.SliceStable(es, func(i, j int) bool {
+		a, b := es[i].Pos, es[j].Pos
 		if a.File != b.File {
 			return order[a.File] < order[b.File]
 		}
@@ -107,5 +129,4 @@ func (c *collector) err() error {
 		}
 		return a.Col < b.Col
 	})
-	return c.errs
 }

@@ -32,6 +32,8 @@ type Scenario struct {
 	Kernel KernelReq `yaml:"kernel"`
 	// Flavours sets parameters for runs on a kernel flavour ("debug").
 	Flavours map[string]FlavourParams `yaml:"flavours"`
+	// Perf compares the tested kernel with a baseline against budgets.
+	Perf *Perf `yaml:"perf"`
 
 	// Path is the file the scenario came from.
 	Path string `yaml:"-"`
@@ -39,6 +41,11 @@ type Scenario struct {
 	Source []byte `yaml:"-"`
 	// Includes are the fragment files that were merged in.
 	Includes []string `yaml:"-"`
+	// MeasureHash is the hex SHA-256 of what a run's samples depend on: the
+	// resolved scenario without perf, name, description and comments.
+	MeasureHash string `yaml:"-"`
+	// Warnings are problems that do not stop a run ("file:line:col: warning: ...").
+	Warnings []string `yaml:"-"`
 
 	namePos Pos // where name: is, for its error
 }

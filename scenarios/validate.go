@@ -30,6 +30,9 @@ func (s *Scenario) setDefaults() {
 		s.Machine.MemoryMB = 256
 	}
 	s.resolveInjects()
+	if s.Perf != nil {
+		s.Perf.setDefaults()
+	}
 	if s.Defaults.Deadline == 0 {
 		s.Defaults.Deadline = Duration(DefaultDeadline)
 	}
@@ -95,6 +98,12 @@ func (s *Scenario) resolvePositions(f files) {
 		fix(&in.Pos)
 	}
 	fix(&s.Kernel.Pos)
+	if s.Perf != nil {
+		fix(&s.Perf.Pos)
+		for _, b := range s.Perf.Budgets {
+			fix(&b.Pos)
+		}
+	}
 	for n, f := range s.Flavours {
 		fix(&f.Pos)
 		s.Flavours[n] = f
@@ -167,6 +176,7 @@ func (s *Scenario) validate(c *collector, params map[string]string) {
 	}
 	k.injects()
 	k.kernelReq()
+	k.perf()
 }
 
 func (k *checker) checkNetns(p Pos, ns string) {
@@ -346,6 +356,9 @@ func (s *Scenario) dropEmpty(c *collector) {
 		return ss
 	}
 	s.Timeline = steps(s.Timeline)
+	if s.Perf != nil {
+		s.Perf.Budgets = dropNil(s.Perf.Budgets, func() { c.at(s.Perf.Pos.Line, s.Perf.Pos.Col, "empty entry under perf.budgets") })
+	}
 }
 
 func dropNil[T any](list []*T, report func()) []*T {

@@ -1,0 +1,340 @@
+package scenarios
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/invopop/jsonschema"
+	"gopkg.in/yaml.v3"
+
+	"napilab/results"
+)
+
+// Perf makes a scenario a performance check: the tested kernel and a
+// baseline each run it Repeat times, and every budget compares one figure of
+// the two sides. A breach is a FAIL; too few runs to tell is INCONCLUSIVE.
+type Perf struct {
+	// Baseline is what the tested kernel is compared with: "base" (the
+	// default: the spec the tested kernel extends, without its patches), a
+	// kernel spec path ending in .yaml, or the name of a stored baseline.
+	Baseline string `yaml:"baseline"`
+	// Repeat is the runs per side, default 5; at least the runs the rank
+	// test needs to reach p < alpha at all.
+	Repeat int `yaml:"repeat"`
+	// Alpha is the level of the rank test, default 0.05.
+	Alpha   float64   `yaml:"alpha"`
+	Budgets []*Budget `yaml:"budgets"` // at least one
+	Pos     Pos       `yaml:"-"`
+
+	written int // budget entries in the file, counting those that failed to decode
+}
+
+// Budget bounds how far one figure may move against the baseline, in one
+// direction: exactly one of MaxDrop and MaxRise (two budgets for both).
+type Budget struct {
+	// Metric is a figure name as lab compare prints it: a metric name
+	// (softirqs.NET_RX.cpu0, optionally with /s for its rate), a load's
+	// <load>.rx_pps or <load>.sent_pps, an rr load's <load>.p50_us, p99_us
+	// or p999_us, "softirqs.NET_RX per datagram", or napi.polls.<...>.
+	Metric  string  `yaml:"metric"`
+	MaxDrop Percent `yaml:"max_drop"` // largest allowed drop, like 5%
+	MaxRise Percent `yaml:"max_rise"` // largest allowed rise, like 10%
+	// Noise is the figure's measured run-to-run coefficient of variation
+	// under TCG (n=10), written down with the budget; it sets the runs the
+	// budget needs.
+	Noise Percent `yaml:"noise"`
+	Pos   Pos     `yaml:"-"`
+}
+
+// Perf defaults and the power the runs-needed estimates assume.
+const (
+	BaselineBase  = "base"
+	DefaultRepeat = 5
+	DefaultAlpha  = 0.05
+	PerfPower     = 0.8
+)
+
+// Bounds returns the budget's figure and its tolerances as fractions (0 for
+// the direction it does not bound).
+func (b *Budget) Bounds() (metric string, maxDrop, maxRise float64) {
+	return b.Metric, float64(b.MaxDrop), float64(b.MaxRise)
+}
+
+// Tolerance returns the budget's direction ("max_drop" or "max_rise") and
+// its tolerance.
+func (b *Budget) Tolerance() (string, Percent) {
+	if b.MaxDrop > 0 {
+		return "max_drop", b.MaxDrop
+	}
+	return "max_rise", b.MaxRise
+}
+
+// RunsNeeded returns the runs per side the budget needs at its noise
+// (results.RunsNeeded at PerfPower), or 0 when its noise is not given.
+func (b *Budget) RunsNeeded(alpha float64) int {
+	_, tol := b.Tolerance()
+	return results.RunsNeeded(float64(b.Noise), float64(tol), alpha, PerfPower)
+}
+
+// MinRepeat is the fewest runs per side at which the rank test can reach
+// p < alpha at all.
+func MinRepeat(alpha float64) int {
+	return results.RunsNeeded(1e-9, 1, alpha, PerfPower)
+}
+
+// Percent is a fraction written as a percentage with its sign: "5%", "12.5%".
+type Percent float64
+
+var percentRe = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?%$`)
+
+// parsePercent parses "5%" as 0.05; the sign is required so that 5 and
+// 0.05 are never confused.
+func parsePercent(s string) (Percent, error) {
+	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	if !percentRe.MatchString(s) || err != nil || v == 0 {
+		return 0, fmt.Errorf("bad percentage %q: want a number above 0 with a %% sign, like 5%% or 12.5%%", s)
+	}
+	return Percent(v / 100), nil
+}
+
+// UnmarshalYAML parses "5%".
+func (p *Percent) UnmarshalYAML(n *yaml.Node) error {
+	v, err := parsePercent(n.Value)
+	if err != nil || n.Kind != yaml.ScalarNode {
+		return typeError(n, "bad percentage %q: want a number above 0 with a %% sign, like 5%%", n.Value)
+	}
+	*p = v
+	return nil
+}
+
+// MarshalYAML writes the percentage back as "5%".
+func (p Percent) MarshalYAML() (any, error) { return p.String(), nil }
+
+// String writes the value as a percentage, "12.5%".
+func (p Percent) String() string {
+	return strconv.FormatFloat(math.Round(float64(p)*1e6)/1e4, 'f', -1, 64) + "%"
+}
+
+// JSONSchema describes a percentage.
+func (Percent) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "string", Pattern: percentRe.String(),
+		Description: "a percentage with its sign: 5%, 12.5%", Examples: []any{"5%", "12.5%"}}
+}
+
+// UnmarshalYAML records the line.
+func (p *Perf) UnmarshalYAML(n *yaml.Node) error {
+	type raw Perf
+	p.Pos = Pos{Line: n.Line, Col: n.Column}
+	if b := valueNode(n, "budgets"); b != nil {
+		p.written = len(b.Content)
+	}
+	return n.Decode((*raw)(p))
+}
+
+// UnmarshalYAML records the line.
+func (b *Budget) UnmarshalYAML(n *yaml.Node) error {
+	type raw Budget
+	b.Pos = Pos{Line: n.Line, Col: n.Column}
+	return n.Decode((*raw)(b))
+}
+
+func (p *Perf) setDefaults() {
+	if p.Baseline == "" {
+		p.Baseline = BaselineBase
+	}
+	if p.Repeat == 0 {
+		p.Repeat = DefaultRepeat
+	}
+	if p.Alpha == 0 {
+		p.Alpha = DefaultAlpha
+	}
+}
+
+// perf checks the perf block: a baseline, enough repeats for the rank test,
+// a level, and budgets on figures the runner computes. A budget tighter than
+// its noise allows at this repeat is a warning.
+func (k *checker) perf() {
+	p := k.s.Perf
+	if p == nil {
+		return
+	}
+	c := k.c
+	if b := p.Baseline; b != BaselineBase && !strings.HasSuffix(b, ".yaml") {
+		if err := results.CheckName(b); err != nil {
+			c.add(p.Pos, "perf baseline %q: want base, a kernel spec (.yaml) or a stored baseline's name: %v", b, err)
+		}
+	}
+	alphaOK := p.Alpha > 0 && p.Alpha < 1
+	if !alphaOK {
+		c.add(p.Pos, "perf alpha %g: want more than 0 and less than 1", p.Alpha)
+	} else if floor := MinRepeat(p.Alpha); p.Repeat < floor {
+		c.add(p.Pos, "perf repeat %d: the rank test cannot reach p < %g with fewer than %d runs per side", p.Repeat, p.Alpha, floor)
+	}
+	if p.written == 0 {
+		c.add(p.Pos, "perf needs at least one budget under budgets:")
+	}
+	for _, b := range p.Budgets {
+		k.budget(b)
+		if !alphaOK || b.Noise == 0 || (b.MaxDrop > 0) == (b.MaxRise > 0) {
+			continue
+		}
+		if n := b.RunsNeeded(p.Alpha); n > p.Repeat {
+			dir, tol := b.Tolerance()
+			c.warn(b.Pos, "budget %s %v on %s is tighter than the noise allows: at CV %v it needs %d runs per side (%g%% power), repeat is %d",
+				dir, tol, b.Metric, b.Noise, n, PerfPower*100, p.Repeat)
+		}
+	}
+}
+
+func (k *checker) budget(b *Budget) {
+	c := k.c
+	if (b.MaxDrop > 0) == (b.MaxRise > 0) {
+		c.add(b.Pos, "budget on %s needs exactly one of max_drop and max_rise (two budgets bound both directions)", or(b.Metric, "?"))
+	}
+	for _, t := range []struct {
+		key string
+		v   Percent
+	}{{"max_drop", b.MaxDrop}, {"max_rise", b.MaxRise}} {
+		if t.v >= 1 {
+			c.add(b.Pos, "budget %s %v: want less than 100%%", t.key, t.v)
+		}
+	}
+	if b.Metric == "" {
+		c.add(b.Pos, "budget needs metric: (a figure name, as lab compare prints it)")
+		return
+	}
+	if err := k.figure(b.Metric); err != "" {
+		c.add(b.Pos, "budget metric %q: %s", b.Metric, err)
+	}
+}
+
+// figure says why name is not a figure the runner computes for this
+// scenario, or "".
+func (k *checker) figure(name string) string {
+	if m, ok := strings.CutSuffix(name, PerDatagramSuffix); ok && slices.Contains(PerDatagram, m) {
+		return ""
+	}
+	for _, ln := range sortedKeys(k.s.Loads) {
+		fig, ok := strings.CutPrefix(name, ln+".")
+		if !ok {
+			continue
+		}
+		switch {
+		case contains(LoadFigures, fig):
+			return ""
+		case contains(LatencyFigures, fig) && k.s.Loads[ln].Kind == "rr":
+			return ""
+		case contains(LatencyFigures, fig):
+			return fmt.Sprintf("load %s is not an rr load: only rr loads have %s", ln, strings.Join(LatencyFigures, ", "))
+		}
+	}
+	m, err := results.ParseMetric(strings.TrimSuffix(name, "/s"))
+	if err == nil {
+		if m.CPU >= k.s.Machine.CPUs {
+			return fmt.Sprintf("the machine has %d cpus (cpu0 to cpu%d)", k.s.Machine.CPUs, k.s.Machine.CPUs-1)
+		}
+		if ns, ok := strings.CutPrefix(m.Source, results.QdiscPrefix); ok && !k.netns[ns] {
+			return fmt.Sprintf("netns %q is not declared under topology.netns", ns)
+		}
+		return ""
+	}
+	if best := closest(name, k.figureNames()); best != "" {
+		return fmt.Sprintf("not a figure the runner computes (did you mean %q?)", best)
+	}
+	return fmt.Sprintf("not a figure the runner computes: %v; or a load's %s", err, strings.Join(append(LoadFigures, LatencyFigures...), ", "))
+}
+
+// figureNames are the figures every run of the scenario has, for
+// suggestions: the recorded metrics, their per-CPU forms on the machine's
+// CPUs and the loads' figures.
+func (k *checker) figureNames() []string {
+	var names []string
+	for _, m := range PerDatagram {
+		names = append(names, m+PerDatagramSuffix)
+	}
+	names = append(names, FigureMetrics...)
+	for cpu := 0; cpu < k.s.Machine.CPUs; cpu++ {
+		for _, m := range PerCPUFigures {
+			names = append(names, m+".cpu"+strconv.Itoa(cpu))
+		}
+	}
+	for _, ln := range sortedKeys(k.s.Loads) {
+		figs := LoadFigures
+		if k.s.Loads[ln].Kind == "rr" {
+			figs = append(figs, LatencyFigures...)
+		}
+		for _, f := range figs {
+			names = append(names, ln+"."+f)
+		}
+	}
+	for _, n := range names {
+		if !strings.Contains(n, " ") && !strings.HasSuffix(n, "_pps") && !strings.HasSuffix(n, "_us") {
+			names = append(names, n+"/s")
+		}
+	}
+	return names
+}
+
+// closest returns the one name nearest to s, if it is near enough to be
+// an obvious typo, or a load figure s ends like ("loads.udp.rx_pps").
+func closest(s string, names []string) string {
+	best, bestD, tie := "", max(3, len(s)/6)+1, false
+	for _, n := range names {
+		d := distance(s, n)
+		if d < bestD {
+			best, bestD, tie = n, d, false
+		} else if d == bestD {
+			tie = true
+		}
+	}
+	if best != "" && !tie {
+		return best
+	}
+	for _, n := range names {
+		if strings.HasSuffix(s, "."+n) {
+			return n
+		}
+	}
+	return ""
+}
+
+// valueNode returns the value of a mapping's key, or nil.
+func valueNode(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; m.Kind == yaml.MappingNode && i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// explainPerf prints the perf block: the baseline, repeats, level and every
+// budget with its noise and the runs it needs.
+func explainPerf(w io.Writer, p *Perf) {
+	if p == nil {
+		return
+	}
+	against := "stored baseline " + p.Baseline
+	switch {
+	case p.Baseline == BaselineBase:
+		against = "base (the tested kernel's spec without its patches)"
+	case strings.HasSuffix(p.Baseline, ".yaml"):
+		against = "kernel spec " + p.Baseline
+	}
+	fmt.Fprintf(w, "perf: against %s, %d runs per side, rank test at alpha %g; a budget FAILs when the change is beyond both the noise and its tolerance\n",
+		against, p.Repeat, p.Alpha)
+	for _, b := range p.Budgets {
+		dir, tol := b.Tolerance()
+		verb := map[string]string{"max_drop": "drops", "max_rise": "rises"}[dir]
+		noise := "noise not measured"
+		if b.Noise > 0 {
+			noise = fmt.Sprintf("noise %v: needs %d runs per side at %g%% power", b.Noise, b.RunsNeeded(p.Alpha), PerfPower*100)
+		}
+		fmt.Fprintf(w, "  - FAIL if %s %s by more than %v (%s) (line %d)\n", b.Metric, verb, tol, noise, b.Pos.Line)
+	}
+}
