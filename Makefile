@@ -7,6 +7,10 @@ GO ?= go
 LAB := bin/lab
 KERNELS ?= kernels/stock-6.1.yaml kernels/stock-6.12.yaml kernels/ksoftirqd-6.12.yaml
 SCENARIOS ?= $(wildcard scenarios/*.yaml)
+# The perf scenarios (budgets against a baseline) run on the series kernels;
+# each is measured against the stock spec it extends.
+PERF_SCENARIOS ?= $(wildcard scenarios/perf/*.yaml)
+PERF_KERNELS ?= kernels/threaded-napi-6.1.yaml kernels/ksoftirqd-6.12.yaml
 # lab kselftest's default net set runs on these (the Debian image, the kernels'
 # kselftest flavours).
 KSELFTEST_KERNELS ?= kernels/stock-6.1.yaml kernels/stock-6.12.yaml
@@ -41,15 +45,18 @@ lab:
 	$(GO) build -o $(LAB) ./lab
 
 # test-kernel builds the kernels (cached), boots each and runs every shipped
-# scenario on it, the race scenarios on the debug flavours, then the default
-# upstream net selftests; the exit code is the worst verdict (0 PASS, 1 FAIL,
-# 2 ERROR).
+# scenario on it, the race scenarios on the debug flavours, the perf scenarios
+# on the series kernels against the stock kernel each extends, then the
+# default upstream net selftests; the exit code is the worst verdict (0 PASS,
+# 3 INCONCLUSIVE, 1 FAIL, 2 ERROR, in that order).
 test-kernel: deps lab
 	@$(LAB) run $(SCENARIOS) $(addprefix --kernel ,$(KERNELS)); rcode=$$?; \
 	$(LAB) run $(DEBUG_SCENARIOS) --flavour debug $(addprefix --kernel ,$(DEBUG_KERNELS)); dcode=$$?; \
+	$(LAB) run $(PERF_SCENARIOS) $(addprefix --kernel ,$(PERF_KERNELS)); pcode=$$?; \
 	$(LAB) kselftest -q $(addprefix --kernel ,$(KSELFTEST_KERNELS)); kcode=$$?; \
-	code=$$(( rcode > dcode ? rcode : dcode )); code=$$(( code > kcode ? code : kcode )); \
-	echo "lab exit code $$code (run $$rcode, debug $$dcode, kselftest $$kcode; 0 PASS, 1 FAIL, 2 ERROR; make itself reports any failure as 2)"; exit $$code
+	rank() { case $$1 in 0) echo 0;; 3) echo 1;; 1) echo 2;; *) echo 3;; esac; }; code=0; \
+	for c in $$rcode $$dcode $$pcode $$kcode; do [ $$(rank $$c) -gt $$(rank $$code) ] && code=$$c; done; \
+	echo "lab exit code $$code (run $$rcode, debug $$dcode, perf $$pcode, kselftest $$kcode; 0 PASS, 1 FAIL, 2 ERROR, 3 INCONCLUSIVE; make itself reports any failure as 2)"; exit $$code
 
 # test runs unit tests and the integration tests that boot the real kernel.
 # One package at a time (-p 1): the lab and runner packages both boot guests,

@@ -21,13 +21,15 @@ import (
 )
 
 type bisectOptions struct {
-	series  string
-	kernel  string
-	params  []string
-	runs    int
-	out     string
-	accel   string
-	flavour string
+	metric    string // perf bisect: the budgeted metric
+	baselines string
+	series    string
+	kernel    string
+	params    []string
+	runs      int
+	out       string
+	accel     string
+	flavour   string
 }
 
 func newBisectCmd(g *globalOptions) *cobra.Command {
@@ -43,7 +45,10 @@ for a 1-in-2 one; raise --runs for rarer races (14 runs bring a 1-in-5 race unde
 The ends are checked first: BASE must pass and the whole series must fail.
 A candidate whose kernel does not build, or does not boot (a FAIL before the guest agent was up),
 is skipped as with git bisect skip: the answer may then be a range of patches, and the skipped
-candidates are named.`,
+candidates are named.
+With --metric M the scenario must be a perf scenario with a budget on M: BASE runs perf.repeat times
+once, each candidate as often, and a candidate is bad when M moved past its budget beyond the noise
+(the lab run rule); a candidate the noise leaves undecided (INCONCLUSIVE) is skipped.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return bisect(cmd, g, o, args[0])
@@ -56,6 +61,7 @@ candidates are named.`,
 	cmd.Flags().StringVarP(&o.out, "out", "o", "results/runs", "folder for the bisect folder")
 	cmd.Flags().StringVar(&o.accel, "accel", "", "kvm or tcg")
 	cmd.Flags().StringVar(&o.flavour, "flavour", "", flavourUsage)
+	cmd.Flags().StringVar(&o.metric, "metric", "", "perf bisect: the budgeted metric that regressed")
 	cmd.MarkFlagRequired("series")
 	return cmd
 }
@@ -118,7 +124,8 @@ func bisect(cmd *cobra.Command, g *globalOptions, o *bisectOptions, file string)
 	}
 	stderr := cmd.ErrOrStderr()
 	runsUsed := 0
-	test := func(k int) (runner.Outcome, error) {
+	// build builds base plus patches 1..k; nil, nil when it does not build (a skip).
+	build := func(k int) (*kernels.Spec, *kernels.Artifact, error) {
 		v := *base
 		v.Name = fmt.Sprintf("%s-bisect-%s-%d", base.Name, series.Hash()[:8], k)
 		v.Patches = append(append([]string{}, base.Patches...), files[:k]...)
@@ -132,16 +139,31 @@ func bisect(cmd *cobra.Command, g *globalOptions, o *bisectOptions, file string)
 		var be *kernels.BuildError
 		if errors.As(err, &be) {
 			fmt.Fprintf(stderr, "patches 1..%d: the kernel does not build, skipped: %v\n", k, be)
-			return runner.Skip, nil
+			return nil, nil, nil
 		}
 		if err != nil {
-			return runner.Good, fmt.Errorf("build with patches 1..%d: %w", k, err)
+			return nil, nil, fmt.Errorf("build with patches 1..%d: %w", k, err)
 		}
 		how := fmt.Sprintf("built: %d objects in %.0fs", a.Info.Objects, a.Info.Seconds)
 		if a.Cached {
 			how = "cached"
 		}
 		fmt.Fprintf(stderr, "patches 1..%d: kernel %s (%s)\n", k, spec.Name, how)
+		return spec, a, nil
+	}
+	if o.metric != "" {
+		return perfBisect(cmd, o, s, params, series, build, func(k int) string { return filepath.Join(out, fmt.Sprintf("k%d", k)) },
+			func(spec *kernels.Spec, a *kernels.Artifact) runner.Config {
+				cfg := guestConfig(o.kernel, spec, a, img)
+				cfg.Scenario, cfg.Accel, cfg.Params = s, o.accel, params
+				return cfg
+			}, start)
+	}
+	test := func(k int) (runner.Outcome, error) {
+		spec, a, err := build(k)
+		if err != nil || spec == nil {
+			return runner.Skip, err
+		}
 		for i := 1; i <= o.runs; i++ {
 			runsUsed++
 			cfg := guestConfig(o.kernel, spec, a, img)

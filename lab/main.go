@@ -79,6 +79,6 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&g.cacheDir, "cache", "", "cache folder for kernels and images (default $NAPILAB_CACHE or ~/.cache/napilab)")
-	root.AddCommand(newDoctorCmd(g), newKernelCmd(g), newRunCmd(g), newScenarioCmd(), newCompareCmd(g), newReproCmd(g), newBisectCmd(g), newPatchesCmd(g), newReportCmd(g), newResultsCmd(g), newShellCmd(g), newKselftestCmd(g))
+	root.AddCommand(newDoctorCmd(g), newKernelCmd(g), newRunCmd(g), newScenarioCmd(), newCompareCmd(g), newReproCmd(g), newBisectCmd(g), newBaselineCmd(g), newPatchesCmd(g), newReportCmd(g), newResultsCmd(g), newShellCmd(g), newKselftestCmd(g))
 	return root
 }

@@ -33,18 +33,24 @@ type runOptions struct {
 	// kselftestTimeout caps each kselftest's timeout (0: its collection's settings).
 	kselftestTimeout time.Duration
 	flakes           flakeOptions
+	perf             perfOptions
 }
 
 func newRunCmd(g *globalOptions) *cobra.Command {
 	o := &runOptions{}
 	cmd := &cobra.Command{
 		Use:   "run SCENARIO... [--kernel SPEC]...",
-		Short: "Boot kernels and run scenarios; exit 0 PASS, 1 FAIL, 2 ERROR",
+		Short: "Boot kernels and run scenarios; exit 0 PASS, 1 FAIL, 2 ERROR, 3 INCONCLUSIVE",
 		Long: `Runs every scenario (and parameter set) on every kernel, --repeat times each, -j at once
 (longest first, bounded by host cores and memory). With --repeat the failure rate of each scenario is
 reported with a Wilson 95% interval and the distinct failure titles; --until-fail stops at the first
 failure. --shard K/N runs the K-th of N deterministic slices of the whole matrix (merge the shard
-folders with lab results merge). Every run folder holds replay.json for lab repro.`,
+folders with lab results merge). Every run folder holds replay.json for lab repro.
+A scenario with a perf: block runs as an A/B measurement after the others: its baseline kernel (by
+default the spec the tested kernel extends) and the tested kernel interleaved, perf.repeat runs each,
+then every budget is checked: FAIL when a metric moved past its budget beyond the run-to-run noise,
+INCONCLUSIVE (exit code 3) when the noise hides whether it did, with the runs that would decide.
+--against-baseline takes side A from a fitting stored baseline (lab baseline record).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runScenarios(cmd, g, o, args)
@@ -64,6 +70,9 @@ folders with lab results merge). Every run folder holds replay.json for lab repr
 	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "print the runner's progress (boot, steps, kselftests)")
 	cmd.Flags().StringVar(&o.flavour, "flavour", "", flavourUsage)
 	addFlakeFlags(cmd, &o.flakes)
+	cmd.Flags().BoolVar(&o.perf.againstBaseline, "against-baseline", false, "perf scenarios: take side A from a fitting stored baseline instead of running it")
+	cmd.Flags().StringVar(&o.perf.baselines, "baselines", defaultBaselines, "folder of stored baselines (lab baseline)")
+	cmd.Flags().Int64Var(&o.perf.seed, "seed", 1, "perf scenarios: bootstrap seed")
 	return cmd
 }
 
@@ -126,6 +135,7 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 		return err
 	}
 	var jobs []runner.Job
+	var perfJobs []perfJob
 	memory := 0
 	out := cmd.OutOrStdout()
 	for _, kpath := range o.kernels {
@@ -144,6 +154,12 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 			}
 			if why := skippedOn(base, s); why != "" {
 				fmt.Fprintf(out, "SKIP  %s on %s (%s): %s\n", p.s.Name, base.Kernel.Spec, base.Kernel.Release, why)
+				continue
+			}
+			if s.Perf != nil {
+				cfg := base
+				cfg.Scenario, cfg.Accel, cfg.Params, cfg.NoPolls = s, o.accel, params, o.noPolls
+				perfJobs = append(perfJobs, perfJob{s: s, params: p.params, kpath: kpath, b: cfg})
 				continue
 			}
 			group := fmt.Sprintf("%s@%s%s", p.s.Name, base.Kernel.Spec, paramSuffix(p.params))
@@ -200,6 +216,15 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 	})
 	if o.repeat > 1 {
 		printFlakes(out, groups)
+	}
+	// Perf runs come last, one guest at a time: a guest beside them is noise.
+	for i, j := range perfJobs {
+		if ctx.Err() != nil || i%n != k-1 {
+			continue
+		}
+		if v := runPerf(ctx, gs, j, o, out, stderr); v.Worse(worst) {
+			worst = v
+		}
 	}
 	if ctx.Err() != nil {
 		return &exitCodeError{code: exitError, err: ctx.Err()}

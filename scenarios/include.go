@@ -41,6 +41,10 @@ func includeRoots(mainFile string) roots {
 	return rs
 }
 
+// Shipped is the project's scenarios folder for a scenario file: ShippedDir
+// when set, else the nearest scenarios/ (with fragments/) above the file.
+func Shipped(mainFile string) string { return shippedDir(mainFile) }
+
 func shippedDir(mainFile string) string {
 	if ShippedDir != "" {
 		return ShippedDir

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"napilab/kernels"
+	"napilab/results"
+	"napilab/runner"
+)
+
+type baselineOptions struct {
+	dir     string
+	kernel  string
+	repeat  int
+	name    string
+	params  []string
+	out     string
+	accel   string
+	flavour string
+}
+
+func newBaselineCmd(g *globalOptions) *cobra.Command {
+	o := &baselineOptions{}
+	cmd := &cobra.Command{Use: "baseline", Short: "Record, list and remove stored performance baselines"}
+	cmd.PersistentFlags().StringVar(&o.dir, "baselines", defaultBaselines, "folder of stored baselines (commit it to share them)")
+	record := &cobra.Command{
+		Use:   "record SCENARIO --kernel SPEC [--repeat N]",
+		Short: "Run a scenario N times on a kernel and store every figure as a baseline",
+		Long: `Runs the scenario --repeat times on the kernel and stores each run's figures, with the kernel's
+content key, the scenario's measured content (the resolved scenario less its perf block) and this host's
+class (CPU model, cores, QEMU version, accelerator), as <baselines>/<name>.json. lab run
+--against-baseline then takes side A of a perf scenario from it instead of running the baseline kernel,
+but only when all three still match; otherwise it says why and runs A. Every run must PASS.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return recordBaseline(cmd, g, o, args[0]) },
+	}
+	record.Flags().StringVarP(&o.kernel, "kernel", "k", "kernels/stock-6.1.yaml", "kernel spec")
+	record.Flags().IntVarP(&o.repeat, "repeat", "n", 10, "runs")
+	record.Flags().StringVar(&o.name, "name", "", "baseline name (default <scenario>@<kernel>)")
+	record.Flags().StringArrayVarP(&o.params, "param", "p", nil, "scenario parameter name=value")
+	record.Flags().StringVarP(&o.out, "out", "o", "results/runs", "folder for the runs' folder")
+	record.Flags().StringVar(&o.accel, "accel", "", "kvm or tcg")
+	record.Flags().StringVar(&o.flavour, "flavour", "", flavourUsage)
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List stored baselines and whether they fit this host",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			bs, err := results.LoadBaselines(o.dir)
+			if err != nil {
+				return err
+			}
+			host, herr := runner.HostClass(cmd.Context(), "")
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSCENARIO\tKERNEL\tKEY\tRUNS\tRECORDED\tHOST")
+			for _, b := range bs {
+				fit := "this host class"
+				if herr != nil {
+					fit = "unknown: " + herr.Error()
+				} else if m := host.Mismatch(b.Host); m != "" {
+					fit = "other: " + m
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%.12s\t%d\t%s\t%s\n", b.Name, b.Scenario, b.Kernel.Spec, b.Kernel.Key,
+					len(runsOf(b)), b.Created.Format("2006-01-02 15:04"), fit)
+			}
+			tw.Flush()
+			if len(bs) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "(no baselines in %s)\n", o.dir)
+			}
+			return nil
+		},
+	}
+	rm := &cobra.Command{
+		Use:   "rm NAME...",
+		Short: "Remove stored baselines",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, n := range args {
+				if err := results.RemoveBaseline(o.dir, n); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", n)
+			}
+			return nil
+		},
+	}
+	var metrics string
+	show := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Print a stored baseline's run-to-run noise per figure (median, CV), to choose budgets",
+		Long: `Prints, for every figure of the baseline's runs, the median, the range, the coefficient of
+variation (sd/mean) and the robust CV (IQR/1.349/median, what the budget check uses), and the tolerance
+its runs could resolve at 80% power (the smallest budget RunsNeeded allows with this many runs).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return showBaseline(cmd.OutOrStdout(), o.dir, args[0], metrics)
+		},
+	}
+	show.Flags().StringVar(&metrics, "metrics", "", "only figures matching this regexp")
+	cmd.AddCommand(record, list, show, rm)
+	return cmd
+}
+
+func showBaseline(w io.Writer, dir, name, metrics string) error {
+	re, err := regexp.Compile(metrics)
+	if err != nil {
+		return fmt.Errorf("bad --metrics: %w", err)
+	}
+	bs, err := results.LoadBaselines(dir)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(bs, func(b *results.Baseline) bool { return b.Name == name })
+	if i < 0 {
+		return fmt.Errorf("no baseline %q in %s (lab baseline list)", name, dir)
+	}
+	b := bs[i]
+	fmt.Fprintf(w, "%s: %s on %s (%.12s), %d runs, host %s/%d cores/QEMU %s/%s, recorded %s\n\n", b.Name, b.Scenario,
+		b.Kernel.Spec, b.Kernel.Key, len(runsOf(b)), b.Host.CPU, b.Host.Cores, b.Host.QEMU, b.Host.Accel, b.Created.Format(time.RFC3339))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIGURE\tN\tMEDIAN\tMIN..MAX\tCV\tROBUST CV\tSMALLEST BUDGET")
+	n := len(runsOf(b))
+	for _, r := range results.Noise(b.Samples) {
+		if !re.MatchString(r.Metric) {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.4g\t%.4g..%.4g\t%s\t%s\t%s\n", r.Metric, r.Summary.N, r.Summary.Median, r.Summary.Min,
+			r.Summary.Max, pct(r.CV), pct(r.RobustCV), pct(smallestBudget(math.Max(r.CV, r.RobustCV), n)))
+	}
+	return tw.Flush()
+}
+
+// smallestBudget is the least tolerance n runs per side resolve at noise cv
+// (alpha 0.05, 80% power), in whole percent; NaN when cv is unknown.
+func smallestBudget(cv float64, n int) float64 {
+	if math.IsNaN(cv) {
+		return math.NaN()
+	}
+	for tol := 0.01; tol < 10; tol += 0.01 {
+		if results.RunsNeeded(max(cv, 1e-9), tol, 0.05, 0.8) <= n {
+			return tol
+		}
+	}
+	return math.Inf(1)
+}
+
+func pct(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "n/a"
+	case math.IsInf(f, 1):
+		return "none"
+	}
+	return strconv.FormatFloat(f*100, 'f', 1, 64) + "%"
+}
+
+// runsOf is the distinct runs a baseline's samples come from.
+func runsOf(b *results.Baseline) map[int]bool {
+	runs := map[int]bool{}
+	for _, s := range b.Samples {
+		runs[s.Run] = true
+	}
+	return runs
+}
+
+func recordBaseline(cmd *cobra.Command, g *globalOptions, o *baselineOptions, file string) error {
+	if o.repeat < 1 {
+		return fmt.Errorf("--repeat must be at least 1")
+	}
+	ctx := cmd.Context()
+	stderr := cmd.ErrOrStderr()
+	host, err := runner.HostClass(ctx, o.accel)
+	if err != nil {
+		return err
+	}
+	gs := newGuests(g, 0, stderr)
+	defer gs.release()
+	if gs.flavour, err = kernels.ParseFlavour(o.flavour); err != nil {
+		return err
+	}
+	arm, err := side(cmd, gs, o.kernel, file, o.params, nil, o.accel, "r")
+	if err != nil {
+		return err
+	}
+	s := arm.Cfg.Scenario
+	name := o.name
+	if name == "" {
+		name = results.DefaultBaselineName(s.Name, arm.Cfg.Kernel)
+	}
+	if err := results.CheckBaselineName(name); err != nil {
+		return fmt.Errorf("bad --name: %w", err)
+	}
+	dir, err := results.NewRunDir(o.out, "baseline-"+name)
+	if err != nil {
+		return err
+	}
+	arm.Label = "baseline"
+	runs, err := runner.Interleave(ctx, []runner.Arm{arm}, dir, o.repeat, func(a runner.Arm, i int, r *results.Result) {
+		fmt.Fprintf(stderr, "run %d/%d %s (%.1fs)\n", i, o.repeat, r.Verdict, r.Timings.Total)
+	})
+	if err != nil {
+		return &exitCodeError{code: exitError, err: err}
+	}
+	for i, r := range runs[arm.Label] {
+		if r.Verdict != results.Pass {
+			return &exitCodeError{code: exitError, err: fmt.Errorf("run %d %s (%s): a baseline is recorded from passing runs only (runs in %s)", i+1, r.Verdict, r.Title(), dir)}
+		}
+	}
+	k := arm.Cfg.Kernel
+	if rs := runs[arm.Label]; len(rs) > 0 {
+		k.Release = rs[0].Kernel.Release
+	}
+	k.BzImage = "" // a path of this machine
+	b := &results.Baseline{Name: name, Kernel: k, Scenario: s.Name, ScenarioHash: s.MeasureHash,
+		Params: arm.Cfg.Params, Host: host, Repeat: o.repeat, Created: time.Now().UTC(), Samples: runner.Samples(runs)}
+	path, err := results.SaveBaseline(o.dir, b)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "baseline %s: %d runs of %s on %s (%.12s), host %s/%d cores/QEMU %s/%s\n  %s (runs in %s)\n",
+		name, o.repeat, s.Name, k.Spec, k.Key, host.CPU, host.Cores, host.QEMU, host.Accel, path, dir)
+	return nil
+}

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"napilab/kernels"
+	"napilab/results"
+	"napilab/runner"
+	"napilab/scenarios"
+)
+
+// defaultBaselines is where stored baselines live unless --baselines says
+// otherwise: a folder of JSON files meant to be committed.
+const defaultBaselines = "results/baselines"
+
+// errOwnBaseline: the kernel under test is the perf scenario's baseline, so
+// there is nothing to compare.
+var errOwnBaseline = errors.New("the kernel is its own baseline")
+
+// perfOptions are the lab run flags a perf scenario reads.
+type perfOptions struct {
+	againstBaseline bool   // use a fitting stored baseline instead of running A
+	baselines       string // the stored baselines' folder
+	seed            int64  // bootstrap seed
+}
+
+// perfJob is one perf scenario on one kernel under test (side B).
+type perfJob struct {
+	s      *scenarios.Scenario
+	params map[string]string
+	kpath  string
+	b      runner.Config
+}
+
+// budgets converts a perf block's budgets.
+func budgets(p *scenarios.Perf) []results.Budget {
+	var out []results.Budget
+	for _, b := range p.Budgets {
+		m, drop, rise := b.Bounds()
+		out = append(out, results.Budget{Metric: m, MaxDrop: drop, MaxRise: rise})
+	}
+	return out
+}
+
+// baselineKernel resolves perf.baseline for the kernel spec at kpath: the
+// spec of side A, or the name of a stored baseline.
+func baselineKernel(s *scenarios.Scenario, kpath string) (spec, stored string, err error) {
+	want := s.Perf.Baseline
+	switch {
+	case want == "" || want == "base":
+		k, err := kernels.LoadSpec(kpath)
+		if err != nil {
+			return "", "", err
+		}
+		if k.Extends == "" {
+			return "", "", fmt.Errorf("%w: %s extends no spec, so perf.baseline %q has nothing to compare it with", errOwnBaseline, k.Name, "base")
+		}
+		return k.Extends, "", nil
+	case strings.HasSuffix(want, ".yaml"):
+		if filepath.IsAbs(want) || fileExists(want) {
+			return want, "", nil
+		}
+		// Shipped scenarios name specs from the project's top, as the README does.
+		p := filepath.Join(filepath.Dir(scenarios.Shipped(s.Path)), want)
+		if fileExists(p) {
+			return p, "", nil
+		}
+		return "", "", fmt.Errorf("%s: perf.baseline %s: no such kernel spec here or at %s", s.Path, want, p)
+	}
+	return "", want, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// runPerf runs a perf scenario: side A (the baseline kernel, or the samples
+// of a fitting stored baseline) and side B interleaved, perf.repeat runs
+// each, then checks the budgets. Its verdict is the worst of the runs'
+// (a splat or a failed assertion is a FAIL whatever the numbers) and the
+// budgets'.
+func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log io.Writer) results.Verdict {
+	s := j.s
+	name := fmt.Sprintf("perf %s on %s", s.Name, j.b.Kernel.Spec)
+	fail := func(v results.Verdict, format string, a ...any) results.Verdict {
+		fmt.Fprintf(out, "%s  %s: %s\n", v, name, fmt.Sprintf(format, a...))
+		return v
+	}
+	host, err := runner.HostClass(ctx, o.accel)
+	if err != nil {
+		return fail(results.Error, "%v", err)
+	}
+	aPath, stored, err := baselineKernel(s, j.kpath)
+	if errors.Is(err, errOwnBaseline) {
+		fmt.Fprintf(out, "SKIP  %s: %v\n", name, err)
+		return results.Pass
+	}
+	if err != nil {
+		return fail(results.Error, "%v", err)
+	}
+	var saved *results.Baseline
+	var list []*results.Baseline
+	if stored != "" || o.perf.againstBaseline {
+		if list, err = results.LoadBaselines(o.perf.baselines); err != nil {
+			return fail(results.Error, "%v", err)
+		}
+	}
+	bArm := runner.Arm{Label: j.b.Kernel.Spec, Tag: "b", Cfg: j.b}
+	var arms []runner.Arm
+	aLabel := ""
+	if stored != "" {
+		var why []string
+		for _, b := range list {
+			if b.Name == stored {
+				saved, why = results.FindBaseline([]*results.Baseline{b}, stored, b.Kernel.Key, s.MeasureHash, host)
+			}
+		}
+		if saved == nil {
+			if why == nil {
+				why = []string{fmt.Sprintf("no stored baseline %q in %s (lab baseline list)", stored, o.perf.baselines)}
+			}
+			return fail(results.Error, "perf.baseline %s does not fit: %s", stored, strings.Join(why, "; "))
+		}
+		aLabel = saved.Kernel.Spec + " (stored " + saved.Name + ")"
+	} else {
+		a, err := gs.config(ctx, aPath, s)
+		if err != nil {
+			return fail(results.Error, "baseline kernel %s: %v", aPath, err)
+		}
+		if a.Kernel.Key == j.b.Kernel.Key {
+			fmt.Fprintf(out, "SKIP  %s: %v (%s has the same content key)\n", name, errOwnBaseline, aPath)
+			return results.Pass
+		}
+		a.Scenario, a.Accel, a.Params, a.NoPolls = j.b.Scenario, j.b.Accel, j.b.Params, j.b.NoPolls
+		aLabel = a.Kernel.Spec
+		if o.perf.againstBaseline {
+			var why []string
+			saved, why = results.FindBaseline(list, "", a.Kernel.Key, s.MeasureHash, host)
+			if saved != nil {
+				aLabel += " (stored " + saved.Name + ")"
+			} else {
+				fmt.Fprintf(log, "%s: no fitting stored baseline in %s, running %s: %s\n", name, o.perf.baselines, a.Kernel.Spec, orNone(why))
+			}
+		}
+		if saved == nil {
+			arms = append(arms, runner.Arm{Label: aLabel, Tag: "a", Cfg: a})
+		}
+	}
+	if aLabel == bArm.Label {
+		bArm.Label += " (B)"
+	}
+	arms = append(arms, bArm)
+	dir, err := results.NewRunDir(o.out, "perf-"+s.Name+"@"+j.b.Kernel.Spec+paramSuffix(j.params))
+	if err != nil {
+		return fail(results.Error, "%v", err)
+	}
+	start := time.Now()
+	worst := results.Pass
+	runs, err := runner.Interleave(ctx, arms, dir, s.Perf.Repeat, func(a runner.Arm, i int, r *results.Result) {
+		fmt.Fprintf(log, "  %s-%d %-30s %s (%.1fs)\n", a.Tag, i, a.Label, r.Verdict, r.Timings.Total)
+		if r.Verdict.Worse(worst) {
+			worst = r.Verdict
+		}
+		if r.Verdict != results.Pass {
+			fmt.Fprintf(out, "  run %s-%d on %s: %s %s\n", a.Tag, i, a.Label, r.Verdict, r.Title())
+		}
+	})
+	if err != nil {
+		return fail(results.Error, "%v (perf folder %s)", err, dir)
+	}
+	samples := runner.Samples(runs)
+	if saved != nil {
+		for _, x := range saved.Samples {
+			x.Kernel = aLabel
+			samples = append(samples, x)
+		}
+	}
+	pc := results.CheckBudgets(aLabel, bArm.Label, samples, budgets(s.Perf), s.Perf.Alpha, o.perf.seed)
+	if err := writePerf(dir, pc, runs[aLabel], runs[bArm.Label]); err != nil {
+		fmt.Fprintf(log, "note: perf reports not written: %v\n", err)
+	}
+	v := pc.Verdict
+	if worst.Worse(v) {
+		v = worst
+	}
+	fmt.Fprintf(out, "%s  %s against %s (%d runs per side, %.0fs)\n", v, name, aLabel, s.Perf.Repeat, time.Since(start).Seconds())
+	var table strings.Builder
+	pc.WriteText(&table)
+	for _, line := range strings.Split(strings.TrimRight(table.String(), "\n"), "\n") {
+		fmt.Fprintf(out, "  %s\n", line)
+	}
+	fmt.Fprintf(out, "  perf folder: %s (perf.html)\n", dir)
+	return v
+}
+
+func orNone(why []string) string {
+	if len(why) == 0 {
+		return "none recorded"
+	}
+	return strings.Join(why, "; ")
+}
+
+// writePerf writes the budget check as perf.json, perf.md and perf.html.
+func writePerf(dir string, pc *results.PerfCheck, a, b []*results.Result) error {
+	for name, write := range map[string]func(io.Writer) error{
+		"perf.json": pc.WriteJSON,
+		"perf.md":   func(w io.Writer) error { pc.WriteMarkdown(w); return nil },
+		"perf.html": func(w io.Writer) error { return results.WritePerfHTML(w, pc, a, b) },
+	} {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		err = write(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"napilab/kernels"
+	"napilab/patches"
+	"napilab/results"
+	"napilab/runner"
+	"napilab/scenarios"
+)
+
+// perfBisect finds the first patch whose prefix moves metric past its budget:
+// the base runs perf.repeat times once, then each probed prefix as often,
+// and each is checked against the base as lab run checks a perf scenario.
+func perfBisect(cmd *cobra.Command, o *bisectOptions, s *scenarios.Scenario, params map[string]string, series *patches.Series,
+	build func(k int) (*kernels.Spec, *kernels.Artifact, error), dirOf func(k int) string,
+	config func(*kernels.Spec, *kernels.Artifact) runner.Config, start time.Time) error {
+	ctx := cmd.Context()
+	stderr := cmd.ErrOrStderr()
+	if s.Perf == nil {
+		return fmt.Errorf("%s has no perf: block: --metric needs a perf scenario with a budget on the metric", s.Path)
+	}
+	var budget *results.Budget
+	var names []string
+	for _, b := range budgets(s.Perf) {
+		names = append(names, b.Metric)
+		if b.Metric == o.metric {
+			budget = &b
+		}
+	}
+	if budget == nil {
+		return fmt.Errorf("%s has no budget on %s (its budgets: %s)", s.Path, o.metric, strings.Join(names, ", "))
+	}
+	repeat := s.Perf.Repeat
+	runsUsed := 0
+	// runs runs prefix k repeat times; an error for a lab ERROR.
+	runs := func(k int) ([]*results.Result, error) {
+		spec, a, err := build(k)
+		if err != nil || spec == nil {
+			return nil, err
+		}
+		arm := runner.Arm{Label: fmt.Sprintf("k%d", k), Tag: "run", Cfg: config(spec, a)}
+		rs, err := runner.Interleave(ctx, []runner.Arm{arm}, dirOf(k), repeat, func(_ runner.Arm, i int, r *results.Result) {
+			runsUsed++
+			fmt.Fprintf(stderr, "  run %d: %s %s\n", i, r.Verdict, r.Title())
+		})
+		return rs[arm.Label], err
+	}
+	baseRuns, err := runs(0)
+	if err != nil {
+		return err
+	}
+	if baseRuns == nil {
+		return &exitCodeError{code: exitError, err: fmt.Errorf("the base kernel does not build")}
+	}
+	checks := map[int]results.BudgetResult{}
+	test := func(k int) (runner.Outcome, error) {
+		rs, err := runs(k)
+		switch {
+		case err != nil:
+			return runner.Skip, err
+		case rs == nil:
+			return runner.Skip, nil
+		}
+		for _, r := range rs {
+			if r.Verdict == results.Fail && !runner.Booted(r) {
+				fmt.Fprintf(stderr, "patches 1..%d: the kernel does not boot, skipped\n", k)
+				return runner.Skip, nil
+			}
+			if r.Verdict == results.Fail {
+				fmt.Fprintf(stderr, "patches 1..%d: a run FAILed: %s\n", k, r.Title())
+				return runner.Bad, nil
+			}
+		}
+		pc := results.CheckBudgets("k0", fmt.Sprintf("k%d", k),
+			runner.Samples(map[string][]*results.Result{"k0": baseRuns, fmt.Sprintf("k%d", k): rs}),
+			[]results.Budget{*budget}, s.Perf.Alpha, 1)
+		br := pc.Budgets[0]
+		checks[k] = br
+		fmt.Fprintf(stderr, "patches 1..%d: %s %s\n", k, br.Verdict, br.Reason)
+		switch br.Verdict {
+		case results.Fail:
+			return runner.Bad, nil
+		case results.Pass:
+			return runner.Good, nil
+		case results.Inconclusive:
+			return runner.Skip, nil
+		}
+		return runner.Skip, fmt.Errorf("patches 1..%d: %s", k, br.Reason)
+	}
+	n := len(series.Patches)
+	switch oc, err := test(n); {
+	case err != nil:
+		return err
+	case oc == runner.Skip:
+		return &exitCodeError{code: exitError, err: fmt.Errorf("the whole series does not build or boot, or the noise hides %s: nothing to bisect", o.metric)}
+	case oc == runner.Good:
+		return &exitCodeError{code: exitError, err: fmt.Errorf("the whole series keeps %s within its budget: nothing to bisect", o.metric)}
+	}
+	res, err := runner.Bisect(n, test, func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) })
+	if err != nil {
+		return err
+	}
+	w := cmd.OutOrStdout()
+	printBisect(w, series, res)
+	if res.First == res.Last {
+		if br, ok := checks[res.First]; ok {
+			fmt.Fprintf(w, "  %s\n", br.Reason)
+		}
+	}
+	fmt.Fprintf(w, "  (%d runs of %d per candidate, %.0fs; runs in %s)\n", runsUsed, repeat, time.Since(start).Seconds(), strings.TrimSuffix(dirOf(0), "/k0"))
+	return nil
+}
