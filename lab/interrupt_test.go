@@ -16,6 +16,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// buildLab builds the lab binary for a test and returns the project's top
+// folder (where the shipped paths resolve) and the binary.
+func buildLab(t *testing.T) (root, lab string) {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab = filepath.Join(t.TempDir(), "lab")
+	if out, err := exec.Command("go", "build", "-o", lab, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return root, lab
+}
+
 // TestInterruptedRunsLeaveNothing starts `lab run` 20 times and interrupts
 // each at a random moment (boot, setup, timeline, evidence) with SIGINT, two
 // SIGINTs or SIGKILL, then checks that nothing it started outlived it: no
@@ -28,14 +43,7 @@ func TestInterruptedRunsLeaveNothing(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (taps, namespaces)")
 	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lab := filepath.Join(t.TempDir(), "lab")
-	if out, err := exec.Command("go", "build", "-o", lab, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	root, lab := buildLab(t)
 	// Build (or find) the kernel and image first, so every interrupt lands
 	// in a run, not in a build.
 	warm := exec.Command(lab, "run", "scenarios/napi-disable-race.yaml", "--kernel", "kernels/stock-6.1.yaml", "-o", t.TempDir())

@@ -69,14 +69,7 @@ func TestPerfControls(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (taps, namespaces)")
 	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lab := filepath.Join(t.TempDir(), "lab")
-	if out, err := exec.Command("go", "build", "-o", lab, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	root, lab := buildLab(t)
 	out, baselines := t.TempDir(), t.TempDir()
 	run := func(want int, args ...string) string {
 		t.Helper()

@@ -28,15 +28,7 @@ func (p *PerfCheck) WriteText(w io.Writer) {
 // the reasons, the verdict and the method. Write errors are not reported.
 func (p *PerfCheck) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "A (baseline): `%s`, B (candidate): `%s`\n\n", p.Baseline, p.Candidate)
-	for i, cells := range p.cells() {
-		for j := range cells {
-			cells[j] = strings.ReplaceAll(cells[j], "|", `\|`)
-		}
-		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
-		if i == 0 {
-			fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|---|")
-		}
-	}
+	writeMarkdownTable(w, p.cells(), "|---|--:|--:|--:|--:|--:|---|")
 	p.reasons(w, "- ")
 	fmt.Fprintf(w, "\n**%s**\n\n%s\n", p.Summary(), p.Method())
 }

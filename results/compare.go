@@ -387,17 +387,23 @@ func (c *Comparison) WriteText(w io.Writer) {
 // notes and the method. Write errors are not reported, as for WriteText.
 func (c *Comparison) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "A: `%s`, B: `%s`\n\n", c.A, c.B)
-	for i, cells := range c.cmpCells() {
+	writeMarkdownTable(w, c.cmpCells(), "|---|--:|--:|--:|--:|---|")
+	c.cmpNotes(w, "- ")
+	fmt.Fprintf(w, "\n%s (alpha %g).\n", c.Method, c.Alpha)
+}
+
+// writeMarkdownTable writes lines of cells (the first is the header) as a
+// markdown table with the given separator line, escaping | in cells.
+func writeMarkdownTable(w io.Writer, lines [][]string, sep string) {
+	for i, cells := range lines {
 		for j := range cells {
 			cells[j] = strings.ReplaceAll(cells[j], "|", `\|`)
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
 		if i == 0 {
-			fmt.Fprintln(w, "|---|--:|--:|--:|--:|---|")
+			fmt.Fprintln(w, sep)
 		}
 	}
-	c.cmpNotes(w, "- ")
-	fmt.Fprintf(w, "\n%s (alpha %g).\n", c.Method, c.Alpha)
 }
 
 // cmpCells returns the header and one line of cells per row.
