@@ -103,11 +103,18 @@ func runScenarios(cmd *cobra.Command, g *globalOptions, o *runOptions, files []s
 	}
 	// Validate every scenario and parameter set before building or booting anything.
 	var plan []planned
+	warned := map[string]bool{}
 	for _, f := range files {
 		for _, p := range sets {
 			s, err := scenarios.Open(f, p)
 			if err != nil {
 				return err
+			}
+			for _, w := range s.Warnings {
+				if !warned[w] {
+					fmt.Fprintln(cmd.ErrOrStderr(), w)
+					warned[w] = true
+				}
 			}
 			plan = append(plan, planned{s, p})
 		}
