@@ -30,6 +30,9 @@ type inputs struct {
 
 // resolveInputs checks the tarball, hashes it (memoised) and reads fragments and patches.
 func resolveInputs(ctx context.Context, l layout, spec *Spec) (*inputs, error) {
+	if err := resolveBase(ctx, l, spec); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(spec.Base.Tarball); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, &MissingTarballError{Path: spec.Base.Tarball, Package: spec.Base.Package}

@@ -39,9 +39,17 @@ type Spec struct {
 // Base names the kernel source tarball.
 type Base struct {
 	// Tarball is the path of the source tarball, e.g. /usr/src/linux-source-6.1.tar.xz.
+	// With Suite set it is the installed path, /<Member>, until the build
+	// resolves it to the copy fetched into the cache when that is missing.
 	Tarball string
 	// Package is the Debian package providing Tarball, named in install hints.
 	Package string
+	// Suite is the Debian suite the lab fetches Package from when the host
+	// has not installed it (e.g. trixie-backports); empty means never fetch.
+	Suite string
+	// Member is the tarball's path inside Package, with Suite set:
+	// base.tarball, default usr/src/<package>.tar.xz.
+	Member string
 }
 
 // Config says how to produce the kernel .config.
@@ -119,11 +127,24 @@ func loadSpec(path string, chain []string) (*Spec, error) {
 	spec.Path = path
 	spec.Name = f.Name
 	spec.Description = f.Description
-	if f.Base.Tarball != "" {
-		spec.Base.Tarball = resolvePath(dir, f.Base.Tarball)
-	}
-	if f.Base.Package != "" {
-		spec.Base.Package = f.Base.Package
+	var errs *multierror.Error
+	if f.Base.Suite != "" {
+		// The tarball is a member of the package, fetched when not installed.
+		if err := checkFetchedBase(path, f.Base.Package, f.Base.Suite, f.Base.Tarball); err != nil {
+			errs = multierror.Append(errs, err)
+		}
+		member := f.Base.Tarball
+		if member == "" {
+			member = "usr/src/" + f.Base.Package + ".tar.xz"
+		}
+		spec.Base = Base{Package: f.Base.Package, Suite: f.Base.Suite, Member: member, Tarball: "/" + member}
+	} else {
+		if f.Base.Tarball != "" {
+			spec.Base = Base{Tarball: resolvePath(dir, f.Base.Tarball), Package: spec.Base.Package}
+		}
+		if f.Base.Package != "" {
+			spec.Base.Package = f.Base.Package
+		}
 	}
 	if f.Config.Base.Value != "" {
 		spec.Config.Base = f.Config.Base.Value
@@ -131,7 +152,6 @@ func loadSpec(path string, chain []string) (*Spec, error) {
 	spec.Cmdline = append(spec.Cmdline, f.Cmdline...)
 	spec.Config.Selftests = append(spec.Config.Selftests, f.Config.Selftests...)
 
-	var errs *multierror.Error
 	if err := results.CheckName(f.Name); err != nil {
 		errs = multierror.Append(errs, &SpecError{Path: path, Line: f.NameLine, Msg: err.Error()})
 	}
@@ -164,6 +184,22 @@ func loadSpec(path string, chain []string) (*Spec, error) {
 		return nil, err
 	}
 	return spec, nil
+}
+
+// checkFetchedBase checks a base that names a suite: a package to fetch
+// and, optionally, the tarball's relative path inside it.
+func checkFetchedBase(path, pkg, suite, member string) error {
+	switch {
+	case pkg == "":
+		return &SpecError{Path: path, Msg: "base.suite needs base.package: the Debian package to fetch"}
+	case !debNameRe.MatchString(pkg):
+		return &SpecError{Path: path, Msg: fmt.Sprintf("base.package %q is not a Debian package name", pkg)}
+	case !debNameRe.MatchString(suite):
+		return &SpecError{Path: path, Msg: fmt.Sprintf("base.suite %q is not a Debian suite name such as trixie-backports", suite)}
+	case member != "" && (filepath.IsAbs(member) || !filepath.IsLocal(member)):
+		return &SpecError{Path: path, Msg: fmt.Sprintf("base.tarball %q: with base.suite it is a path inside the package, such as usr/src/%s.tar.xz", member, pkg)}
+	}
+	return nil
 }
 
 // existingFile resolves a path named in a spec and checks that the file exists.

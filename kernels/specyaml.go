@@ -20,6 +20,7 @@ type specFile struct {
 	Base        struct {
 		Tarball string `yaml:"tarball"`
 		Package string `yaml:"package"`
+		Suite   string `yaml:"suite"`
 	} `yaml:"base"`
 	Config struct {
 		Base      located   `yaml:"base"`

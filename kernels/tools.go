@@ -22,6 +22,9 @@ var toolPackages = map[string]string{
 	// Variants need these to build on their base's build; without them they build in full.
 	"unshare": "util-linux",
 	"mount":   "mount",
+	// Bases with a suite are fetched with these (see fetch.go).
+	"apt-get":  "apt",
+	"dpkg-deb": "dpkg",
 }
 
 // buildTools are needed by every build that runs make.
