@@ -5,7 +5,7 @@ SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(PATH)
 GO ?= go
 LAB := bin/lab
-KERNELS ?= kernels/stock-6.1.yaml kernels/stock-6.12.yaml kernels/ksoftirqd-6.12.yaml
+KERNELS ?= kernels/stock-6.1.yaml kernels/stock-6.12.yaml kernels/stock-7.3.yaml kernels/ksoftirqd-6.12.yaml
 SCENARIOS ?= $(wildcard scenarios/*.yaml)
 # The perf scenarios (budgets against a baseline) run on the series kernels;
 # each is measured against the stock spec it extends.
@@ -20,7 +20,8 @@ DEBUG_KERNELS ?= kernels/stock-6.1.yaml kernels/stock-6.12.yaml
 DEBUG_SCENARIOS ?= scenarios/napi-disable-race.yaml scenarios/napi-disable-threaded-gro.yaml \
 	scenarios/napi-disable-threaded-nic.yaml scenarios/busy-poll-threaded.yaml scenarios/threaded-toggle-under-load.yaml
 
-# Host packages: QEMU, the kernel source, the kernel build dependencies, ccache,
+# Host packages: QEMU, the kernel source (linux-source-7.3 is not installable on
+# bookworm: the lab fetches it, see kernels/fetch.go), the kernel build dependencies, ccache,
 # chromium (headless: the report screenshot test); for lab kselftest: debootstrap
 # (the Debian image), clang and the libraries the net selftests link against.
 APT_PKGS := qemu-system-x86 linux-source-6.1 linux-source-6.12 build-essential flex bison bc libelf-dev \

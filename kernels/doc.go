@@ -28,6 +28,7 @@
 //	index/<inputhash>.json     input hash -> artifact, the no-make fast path
 //	stamps/                    memoised tarball hashes
 //	ccache/                    CCACHE_DIR
+//	debs/                      Debian packages fetched for bases that name a suite (fetch.go)
 //	lock                       flock held while building
 //
 // Artifacts are published with an atomic rename, so readers need no lock.
@@ -37,6 +38,7 @@
 // tree's or the host's (a compile error or a killed compiler: no verdict,
 // lab run reports ERROR, lab bisect skips); *ConfigMismatchError and
 // *PatchError (per-patch results: the file and hunk that failed) are spec
-// faults; *MissingToolError and *MissingTarballError are host faults;
+// faults; *MissingToolError, *MissingTarballError and *AuthError (apt
+// could not verify a fetched base) are host faults;
 // *SpecError points at a line of a spec or fragment file.
 package kernels

@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 )
@@ -25,12 +27,61 @@ func HostChecks(specs ...*Spec) []Check {
 	out = append(out, Check{What: "libelf headers", Package: "libelf-dev", OK: err == nil})
 	seen := map[string]bool{}
 	for _, s := range specs {
+		if s.Base.Suite != "" {
+			continue // FetchChecks
+		}
 		if seen[s.Base.Tarball] {
 			continue
 		}
 		seen[s.Base.Tarball] = true
 		_, err := os.Stat(s.Base.Tarball)
 		out = append(out, Check{What: s.Base.Tarball, Package: s.Base.Package, OK: err == nil})
+	}
+	return out
+}
+
+// archiveKeyring is the host keyring apt verifies fetched suites against.
+const archiveKeyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
+
+// FetchChecks says, for each spec whose base names a suite, whether its
+// tarball is installed, fetched into cacheDir (empty: DefaultCacheDir), or
+// fetchable: apt-get, dpkg-deb and the archive keyring are there. It does
+// not use the network.
+func FetchChecks(cacheDir string, specs ...*Spec) []Check {
+	if cacheDir == "" {
+		cacheDir = DefaultCacheDir()
+	}
+	var out []Check
+	seen := map[Base]bool{}
+	for _, s := range specs {
+		b := s.Base
+		if b.Suite == "" || seen[b] {
+			continue
+		}
+		seen[b] = true
+		what := b.Package + " from " + b.Suite
+		if p, fetched, err := FetchState(cacheDir, b); err == nil && p != "" {
+			how := "installed"
+			if fetched {
+				how = "fetched"
+			}
+			out = append(out, Check{What: what, Package: fmt.Sprintf("(%s: %s)", how, p), OK: true})
+			continue
+		}
+		if err := checkFetchTools(); err != nil {
+			var mt *MissingToolError
+			pkg := "apt"
+			if errors.As(err, &mt) {
+				pkg = mt.Package
+			}
+			out = append(out, Check{What: what + " (not fetched; fetching needs apt-get and dpkg-deb)", Package: pkg})
+			continue
+		}
+		if _, err := os.Stat(archiveKeyring); err != nil {
+			out = append(out, Check{What: what + " (not fetched; apt verifies it with " + archiveKeyring + ")", Package: "debian-archive-keyring"})
+			continue
+		}
+		out = append(out, Check{What: what, Package: "(fetchable: the lab fetches it on first build)", OK: true})
 	}
 	return out
 }

@@ -248,11 +248,11 @@ func (g *collector) inUse(name string) bool {
 
 // temps removes scratch folders and files left by killed processes: those
 // named by TempPattern whose owner is gone, in the cache's selftests,
-// images and src folders and in os.TempDir(); and unowned "selftests/.tmp-*"
+// images, src and debs folders and in os.TempDir(); and unowned "selftests/.tmp-*"
 // and "images/.debootstrap-*" of older versions when no build holds the
 // lock of their folder.
 func (g *collector) temps() error {
-	for _, dir := range []string{filepath.Join(g.l.root, "selftests"), filepath.Join(g.l.root, "images"), g.l.srcDir()} {
+	for _, dir := range []string{filepath.Join(g.l.root, "selftests"), filepath.Join(g.l.root, "images"), g.l.srcDir(), g.l.debsDir()} {
 		err := g.each(dir, func(name string) string {
 			if strings.HasPrefix(name, ".") && OwnerGone(name) {
 				return "leftover of " + describePid(name) + ", which is gone"

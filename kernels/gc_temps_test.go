@@ -30,7 +30,7 @@ func TestGCRemovesTempsOfDeadOwners(t *testing.T) {
 	var wantGone, wantKept []string
 	for _, name := range []string{
 		"selftests/.tmp-pid%d-1", "images/.debootstrap-pid%d-2", "images/.tmp-pid%d-3",
-		"src/.napilab-check-pid%d-4", "TMP/napilab-sock-pid%d-5", "TMP/napilab-modules-pid%d-6",
+		"src/.napilab-check-pid%d-4", "debs/.fetch-pid%d-8", "TMP/napilab-sock-pid%d-5", "TMP/napilab-modules-pid%d-6",
 		"TMP/napilab-agent-pid%d-7",
 	} {
 		for _, pid := range []int{dead, live} {

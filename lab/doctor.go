@@ -19,12 +19,12 @@ func newDoctorCmd(g *globalOptions) *cobra.Command {
 		Short: "List missing host tools and packages with the apt-get line that installs them",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return doctor(cmd.OutOrStdout())
+			return doctor(cmd.OutOrStdout(), g.cacheDir)
 		},
 	}
 }
 
-func doctor(w io.Writer) error {
+func doctor(w io.Writer, cacheDir string) error {
 	var specs []*kernels.Spec
 	files, _ := filepath.Glob("kernels/*.yaml")
 	for _, f := range files {
@@ -32,7 +32,8 @@ func doctor(w io.Writer) error {
 			specs = append(specs, s)
 		}
 	}
-	checks := append(kernels.HostChecks(specs...), runner.HostChecks()...)
+	checks := append(kernels.HostChecks(specs...), kernels.FetchChecks(cacheDir, specs...)...)
+	checks = append(checks, runner.HostChecks()...)
 	missing := map[string]bool{}
 	for _, c := range checks {
 		mark := "ok     "
