@@ -109,6 +109,11 @@ func newBuilder(ctx context.Context, spec *Spec, opts Options) (*builder, error)
 	if b.jobs <= 0 {
 		b.jobs = runtime.NumCPU()
 	}
+	if !opts.CacheOnly { // a base not installed is fetched once, here
+		if err := resolveBase(ctx, b.layout, spec, true); err != nil {
+			return nil, err
+		}
+	}
 	var err error
 	if b.in, err = resolveInputs(ctx, b.layout, spec); err != nil {
 		return nil, err

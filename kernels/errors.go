@@ -37,12 +37,16 @@ type MissingTarballError struct {
 	Path string
 	// Package is the Debian package that provides it, if the spec says.
 	Package string
+	// Suite is the suite the lab fetches Package from, if the spec says.
+	Suite string
 }
 
-// Error names the file and, when known, the package to install.
+// Error names the file and, when known, the package to install or fetch.
 func (e *MissingTarballError) Error() string {
 	msg := fmt.Sprintf("kernel source tarball %s not found", e.Path)
-	if e.Package != "" {
+	if e.Suite != "" {
+		msg += fmt.Sprintf(": not fetched yet (lab kernel build fetches %s from %s)", e.Package, e.Suite)
+	} else if e.Package != "" {
 		msg += ": install it with: apt-get install " + e.Package
 	}
 	return msg

@@ -129,9 +129,11 @@ func isDigits(s string) bool { return s != "" && strings.TrimLeft(s, "0123456789
 // resolveBase makes spec.Base.Tarball point at a tarball on disk: the
 // installed one when present (it wins: the host's admin chose it, and the
 // cache keys on the tarball's content, not its path), else one fetched
-// earlier into the cache, else it fetches the package from base.suite.
-// Specs without a suite are left alone.
-func resolveBase(ctx context.Context, l layout, spec *Spec) error {
+// earlier into the cache, else, when fetch is set, it fetches the package
+// from base.suite. Without fetch (lab kernel list, gc) nothing goes to the
+// network and a base not fetched yet stays missing. Specs without a suite
+// are left alone.
+func resolveBase(ctx context.Context, l layout, spec *Spec, fetch bool) error {
 	b := spec.Base
 	if b.Suite == "" {
 		return nil
@@ -141,6 +143,9 @@ func resolveBase(ctx context.Context, l layout, spec *Spec) error {
 	}
 	if p := fetchedTarball(l, b); p != "" {
 		spec.Base.Tarball = p
+		return nil
+	}
+	if !fetch {
 		return nil
 	}
 	p, err := FetchBase(ctx, l.root, b)

@@ -222,19 +222,30 @@ func TestResolveBase(t *testing.T) {
 	}
 	spec := &Spec{Base: testBase}
 	spec.Base.Tarball = installed
-	if err := resolveBase(context.Background(), l, spec); err != nil || spec.Base.Tarball != installed {
+	if err := resolveBase(context.Background(), l, spec, true); err != nil || spec.Base.Tarball != installed {
 		t.Errorf("installed: Tarball = %s, %v; want the installed %s", spec.Base.Tarball, err, installed)
 	}
 	spec.Base = testBase
 	want := filepath.Join(l.debsDir(), "linux-source-7.3_7.3.10-1~bpo13+1/usr/src/linux-source-7.3.tar.xz")
-	if err := resolveBase(context.Background(), l, spec); err != nil || spec.Base.Tarball != want {
+	if err := resolveBase(context.Background(), l, spec, true); err != nil || spec.Base.Tarball != want {
 		t.Errorf("fetched: Tarball = %s, %v; want the newest fetched %s", spec.Base.Tarball, err, want)
 	}
 	if _, err := os.Stat(log); err == nil {
 		t.Errorf("resolveBase ran apt with the package fetched: %v", readLog(t, log))
 	}
 	spec.Base = testBase
-	if err := resolveBase(context.Background(), layout{t.TempDir()}, spec); !errors.As(err, new(*AuthError)) {
+	empty := layout{t.TempDir()}
+	if err := resolveBase(context.Background(), empty, spec, false); err != nil || spec.Base.Tarball != testBase.Tarball {
+		t.Errorf("not fetched, no fetch: Tarball = %s, %v; want it untouched and no apt run", spec.Base.Tarball, err)
+	}
+	if _, err := os.Stat(log); err == nil {
+		t.Errorf("resolveBase without fetch ran apt: %v", readLog(t, log))
+	}
+	_, err := resolveInputs(context.Background(), empty, spec)
+	if err == nil || !strings.Contains(err.Error(), "not fetched yet (lab kernel build fetches linux-source-7.3 from trixie-backports)") {
+		t.Errorf("resolveInputs error = %v, want a not-fetched MissingTarballError", err)
+	}
+	if err := resolveBase(context.Background(), empty, spec, true); !errors.As(err, new(*AuthError)) {
 		t.Errorf("not fetched: error = %v, want the fetch's *AuthError", err)
 	}
 }

@@ -30,12 +30,12 @@ type inputs struct {
 
 // resolveInputs checks the tarball, hashes it (memoised) and reads fragments and patches.
 func resolveInputs(ctx context.Context, l layout, spec *Spec) (*inputs, error) {
-	if err := resolveBase(ctx, l, spec); err != nil {
+	if err := resolveBase(ctx, l, spec, false); err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(spec.Base.Tarball); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &MissingTarballError{Path: spec.Base.Tarball, Package: spec.Base.Package}
+			return nil, &MissingTarballError{Path: spec.Base.Tarball, Package: spec.Base.Package, Suite: spec.Base.Suite}
 		}
 		return nil, fmt.Errorf("failed to stat tarball: %w", err)
 	}
