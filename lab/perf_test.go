@@ -71,7 +71,7 @@ func TestPerfControls(t *testing.T) {
 	}
 	root, lab := buildLab(t)
 	out, baselines := t.TempDir(), t.TempDir()
-	run := func(want int, args ...string) string {
+	run := func(t *testing.T, want int, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(lab, append(args, "-o", out)...)
 		cmd.Dir = root
@@ -90,20 +90,20 @@ func TestPerfControls(t *testing.T) {
 	}
 	const scenario = "scenarios/perf/udp-flood.yaml"
 	t.Run("control fails", func(t *testing.T) {
-		got := run(exitFail, "run", scenario, "-k", "kernels/regress-napi-extra-softirq-6.1.yaml")
+		got := run(t, exitFail, "run", scenario, "-k", "kernels/regress-napi-extra-softirq-6.1.yaml")
 		if !regexp.MustCompile(`(?m)^FAIL  perf udp-flood on regress-napi-extra-softirq-6\.1 against stock-6\.1`).MatchString(got) ||
 			!regexp.MustCompile(`FAIL softirqs\.NET_RX per datagram \+\d+\.\d% .*budget \+10%: beyond the noise and the budget`).MatchString(got) {
 			t.Errorf("want a FAIL naming the NET_RX per datagram budget:\n%s", got)
 		}
 	})
 	t.Run("clean series passes", func(t *testing.T) {
-		got := run(exitPass, "run", scenario, "-k", "kernels/threaded-napi-6.1.yaml")
+		got := run(t, exitPass, "run", scenario, "-k", "kernels/threaded-napi-6.1.yaml")
 		if !strings.Contains(got, "PASS  perf udp-flood on threaded-napi-6.1 against stock-6.1") {
 			t.Errorf("want a PASS against stock-6.1:\n%s", got)
 		}
 	})
 	t.Run("bisect", func(t *testing.T) {
-		got := run(exitPass, "bisect", scenario, "--series", "patches/perf-control-series", "-k", "kernels/stock-6.1.yaml",
+		got := run(t, exitPass, "bisect", scenario, "--series", "patches/perf-control-series", "-k", "kernels/stock-6.1.yaml",
 			"--metric", "softirqs.NET_RX per datagram")
 		if !strings.Contains(got, `first bad patch: 2/3 "REGRESSION: net: napi_complete_done raises NET_RX once more after every poll"`) ||
 			!regexp.MustCompile(`softirqs\.NET_RX per datagram \+\d+\.\d% \[`).MatchString(got) {
@@ -111,7 +111,7 @@ func TestPerfControls(t *testing.T) {
 		}
 	})
 	t.Run("stored baseline", func(t *testing.T) {
-		got := run(exitPass, "baseline", "record", scenario, "-k", "kernels/stock-6.1.yaml", "-n", "5", "--baselines", baselines)
+		got := run(t, exitPass, "baseline", "record", scenario, "-k", "kernels/stock-6.1.yaml", "-n", "5", "--baselines", baselines)
 		if !strings.Contains(got, "baseline udp-flood@stock-6.1: 5 runs") {
 			t.Fatalf("record:\n%s", got)
 		}
@@ -119,12 +119,12 @@ func TestPerfControls(t *testing.T) {
 		if err != nil || len(bs) != 1 || bs[0].Kernel.Key == "" || bs[0].Host.QEMU == "" {
 			t.Fatalf("stored: %v %+v", err, bs)
 		}
-		got = run(exitFail, "run", scenario, "-k", "kernels/regress-napi-extra-softirq-6.1.yaml", "--against-baseline", "--baselines", baselines)
+		got = run(t, exitFail, "run", scenario, "-k", "kernels/regress-napi-extra-softirq-6.1.yaml", "--against-baseline", "--baselines", baselines)
 		if !strings.Contains(got, "against stock-6.1 (stored udp-flood@stock-6.1)") || strings.Contains(got, "a-1 ") {
 			t.Errorf("want side A from the stored baseline, no run of A:\n%s", got)
 		}
 		// Another scenario content (a parameter of the measured part): not used, and said why.
-		got = run(exitPass, "run", scenario, "-k", "kernels/threaded-napi-6.1.yaml", "-p", "duration=4s", "--against-baseline", "--baselines", baselines)
+		got = run(t, exitPass, "run", scenario, "-k", "kernels/threaded-napi-6.1.yaml", "-p", "duration=4s", "--against-baseline", "--baselines", baselines)
 		if !strings.Contains(got, "no fitting stored baseline") || !strings.Contains(got, "scenario changed") {
 			t.Errorf("want the stored baseline refused with the reason:\n%s", got)
 		}
