@@ -19,10 +19,6 @@ var figureMetrics = []string{
 	"ksoftirqd.cpu_seconds", "napi.cpu_seconds",
 }
 
-// perDatagram are the costs also given per delivered UDP datagram (the
-// seeds' "softirqs and IPIs per packet").
-var perDatagram = []string{"softirqs.NET_RX", "interrupts.CAL", "interrupts.RES"}
-
 // figures computes the run's numbers: for each metric its change over the
 // timeline and its rate per second, per-CPU forms of the CPU-time metrics,
 // each load's delivered rate and latency, softirqs and IPIs per datagram, and who
