@@ -204,7 +204,7 @@ func recordBaseline(cmd *cobra.Command, g *globalOptions, o *baselineOptions, fi
 		return err
 	}
 	arm.Label = "baseline"
-	runs, err := runner.Interleave(ctx, []runner.Arm{arm}, dir, o.repeat, func(a runner.Arm, i int, r *results.Result) {
+	runs, err := runner.Interleave(ctx, []runner.Arm{arm}, dir, 1, o.repeat, func(a runner.Arm, i int, r *results.Result) {
 		fmt.Fprintf(stderr, "run %d/%d %s (%.1fs)\n", i, o.repeat, r.Verdict, r.Timings.Total)
 	})
 	if err != nil {

@@ -125,7 +125,7 @@ func compare(cmd *cobra.Command, g *globalOptions, o *compareOptions, file strin
 	if err != nil {
 		return err
 	}
-	runs, err := runner.Interleave(cmd.Context(), arms[:], dir, o.repeat, func(a runner.Arm, i int, r *results.Result) {
+	runs, err := runner.Interleave(cmd.Context(), arms[:], dir, 1, o.repeat, func(a runner.Arm, i int, r *results.Result) {
 		fmt.Fprintf(stderr, "%s-%d %-30s %s (%.1fs)\n", a.Tag, i, a.Label, r.Verdict, r.Timings.Total)
 	})
 	if err != nil {

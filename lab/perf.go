@@ -164,7 +164,7 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 	}
 	start := time.Now()
 	worst := results.Pass
-	runs, err := runner.Interleave(ctx, arms, dir, s.Perf.Repeat, func(a runner.Arm, i int, r *results.Result) {
+	each := func(a runner.Arm, i int, r *results.Result) {
 		fmt.Fprintf(log, "  %s-%d %-30s %s (%.1fs)\n", a.Tag, i, a.Label, r.Verdict, r.Timings.Total)
 		if r.Verdict.Worse(worst) {
 			worst = r.Verdict
@@ -172,18 +172,37 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 		if r.Verdict != results.Pass {
 			fmt.Fprintf(out, "  run %s-%d on %s: %s %s\n", a.Tag, i, a.Label, r.Verdict, r.Title())
 		}
-	})
+	}
+	runs, err := runner.Interleave(ctx, arms, dir, 1, s.Perf.Repeat, each)
 	if err != nil {
 		return fail(results.Error, "%v (perf folder %s)", err, dir)
 	}
-	samples := runner.Samples(runs)
-	if saved != nil {
-		for _, x := range saved.Samples {
-			x.Kernel = aLabel
-			samples = append(samples, x)
+	check := func() *results.PerfCheck {
+		samples := runner.Samples(runs)
+		if saved != nil {
+			for _, x := range saved.Samples {
+				x.Kernel = aLabel
+				samples = append(samples, x)
+			}
 		}
+		return results.CheckBudgets(aLabel, bArm.Label, samples, budgets(s.Perf), s.Perf.Alpha, o.perf.seed)
 	}
-	pc := results.CheckBudgets(aLabel, bArm.Label, samples, budgets(s.Perf), s.Perf.Alpha, o.perf.seed)
+	pc := check()
+	n := s.Perf.Repeat
+	if more := secondLook(pc, n, s.Perf.MaxRepeat); more > n && worst == results.Pass {
+		// A second look at more runs: the first n runs stay, so the false
+		// FAIL rate grows a little over alpha (two looks, not one).
+		fmt.Fprintf(log, "%s: INCONCLUSIVE at %d runs per side, running on to %d (perf.max_repeat)\n", name, n, more)
+		extra, err := runner.Interleave(ctx, arms, dir, n+1, more, each)
+		for label, rs := range extra {
+			runs[label] = append(runs[label], rs...)
+		}
+		if err != nil {
+			return fail(results.Error, "%v (perf folder %s)", err, dir)
+		}
+		n = more
+		pc = check()
+	}
 	if err := writePerf(dir, pc, runs[aLabel], runs[bArm.Label]); err != nil {
 		fmt.Fprintf(log, "note: perf reports not written: %v\n", err)
 	}
@@ -191,7 +210,7 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 	if worst.Worse(v) {
 		v = worst
 	}
-	fmt.Fprintf(out, "%s  %s against %s (%d runs per side, %.0fs)\n", v, name, aLabel, s.Perf.Repeat, time.Since(start).Seconds())
+	fmt.Fprintf(out, "%s  %s against %s (%d runs per side, %.0fs)\n", v, name, aLabel, n, time.Since(start).Seconds())
 	var table strings.Builder
 	pc.WriteText(&table)
 	for _, line := range strings.Split(strings.TrimRight(table.String(), "\n"), "\n") {
@@ -199,6 +218,22 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 	}
 	fmt.Fprintf(out, "  perf folder: %s (perf.html)\n", dir)
 	return v
+}
+
+// secondLook returns the runs per side to go on to when the budgets are
+// undecided at n runs: maxRepeat, unless no undecided budget could be
+// decided there (its runs needed are beyond it), or n when there is nothing
+// to look at again.
+func secondLook(pc *results.PerfCheck, n, maxRepeat int) int {
+	if pc.Verdict != results.Inconclusive || maxRepeat <= n {
+		return n
+	}
+	for _, b := range pc.Budgets {
+		if b.Verdict == results.Inconclusive && b.Needed <= maxRepeat {
+			return maxRepeat
+		}
+	}
+	return n
 }
 
 func orNone(why []string) string {

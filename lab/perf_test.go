@@ -130,3 +130,34 @@ func TestPerfControls(t *testing.T) {
 		}
 	})
 }
+
+func TestSecondLook(t *testing.T) {
+	check := func(v results.Verdict, needed ...int) *results.PerfCheck {
+		pc := &results.PerfCheck{Verdict: v}
+		for _, n := range needed {
+			bv := results.Pass
+			if n > 0 {
+				bv = results.Inconclusive
+			}
+			pc.Budgets = append(pc.Budgets, results.BudgetResult{Verdict: bv, Needed: n})
+		}
+		return pc
+	}
+	for _, tc := range []struct {
+		name string
+		pc   *results.PerfCheck
+		max  int
+		want int
+	}{
+		{"decided", check(results.Pass, 0, 0), 12, 6},
+		{"failed", check(results.Fail, 0), 12, 6},
+		{"undecided, decidable", check(results.Inconclusive, 0, 5), 12, 12},
+		{"undecided, one decidable", check(results.Inconclusive, 40, 9), 12, 12},
+		{"undecided beyond max_repeat", check(results.Inconclusive, 40), 12, 6},
+		{"second look off", check(results.Inconclusive, 5), 6, 6},
+	} {
+		if got := secondLook(tc.pc, 6, tc.max); got != tc.want {
+			t.Errorf("%s: secondLook = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -45,7 +45,7 @@ func perfBisect(cmd *cobra.Command, o *bisectOptions, s *scenarios.Scenario, par
 			return nil, err
 		}
 		arm := runner.Arm{Label: fmt.Sprintf("k%d", k), Tag: "run", Cfg: config(spec, a)}
-		rs, err := runner.Interleave(ctx, []runner.Arm{arm}, dirOf(k), repeat, func(_ runner.Arm, i int, r *results.Result) {
+		rs, err := runner.Interleave(ctx, []runner.Arm{arm}, dirOf(k), 1, repeat, func(_ runner.Arm, i int, r *results.Result) {
 			runsUsed++
 			fmt.Fprintf(stderr, "  run %d: %s %s\n", i, r.Verdict, r.Title())
 		})

@@ -21,11 +21,12 @@ type Arm struct {
 // Interleave runs the arms repeat times in the order A B A B …, so slow
 // drifts of the host (other load, caches, thermal) fall on both alike (one
 // arm: a series of runs, as for a stored baseline).
-// Each run gets outDir/<tag>-<i>. It stops when ctx ends or a run is an
-// ERROR of the lab itself.
-func Interleave(ctx context.Context, arms []Arm, outDir string, repeat int, each func(a Arm, i int, r *results.Result)) (map[string][]*results.Result, error) {
+// Runs are numbered from..to (1..repeat for a fresh series); each gets
+// outDir/<tag>-<i>. It stops when ctx ends or a run is an ERROR of the lab
+// itself.
+func Interleave(ctx context.Context, arms []Arm, outDir string, from, to int, each func(a Arm, i int, r *results.Result)) (map[string][]*results.Result, error) {
 	runs := map[string][]*results.Result{}
-	for i := 1; i <= repeat; i++ {
+	for i := from; i <= to; i++ {
 		for _, arm := range arms {
 			cfg := arm.Cfg
 			cfg.OutDir = filepath.Join(outDir, fmt.Sprintf("%s-%d", arm.Tag, i))

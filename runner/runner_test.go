@@ -165,6 +165,14 @@ func TestStuckFunctionPrefersTheAgent(t *testing.T) {
 	if got := stuckFunction(tasks[:2]); got != "addrconf_dad_work" {
 		t.Errorf("without an agent thread: %q, want the other blocked task", got)
 	}
+	running := append(tasks[:2:2], wire.TaskStack{PID: 39, Comm: "init", State: "R", Stack: "[<0>] napi_disable+0x30/0x62\n"})
+	if got := stuckFunction(running); got != "napi_disable" {
+		t.Errorf("agent thread caught runnable: %q, want napi_disable before the blocked kworker", got)
+	}
+	idle := append(tasks[:2:2], wire.TaskStack{PID: 40, Comm: "init", State: "R"})
+	if got := stuckFunction(idle); got != "addrconf_dad_work" {
+		t.Errorf("agent thread runnable in user space: %q, want the blocked kworker", got)
+	}
 	if !agentBlocked(tasks) || agentBlocked(tasks[:2]) {
 		t.Error("agentBlocked: want true with the blocked init thread only")
 	}

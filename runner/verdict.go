@@ -263,10 +263,11 @@ func (r *run) placeSplat(sp *results.Splat) {
 // the scenario's actions.
 const agentComm = "init"
 
-// stackTries and stackRetry bound the looks for a blocked agent thread.
+// stackTries and stackRetry bound the looks for a blocked agent thread
+// (3 s: a usleep loop under TCG was missed in 5 looks 200 ms apart).
 const (
-	stackTries = 5
-	stackRetry = 200 * time.Millisecond
+	stackTries = 30
+	stackRetry = 100 * time.Millisecond
 )
 
 // agentBlocked says whether an agent thread is in D state.
@@ -281,11 +282,17 @@ func agentBlocked(tasks []wire.TaskStack) bool {
 
 // stuckFunction names where the hung action sleeps: the blocked agent thread
 // runs it, while other blocked tasks (a kworker waiting for RTNL, say) are
-// usually its victims; they count only when no agent thread is blocked.
+// usually its victims. An agent thread caught runnable inside the kernel (a
+// usleep loop between sleeps) still beats a victim.
 func stuckFunction(tasks []wire.TaskStack) string {
-	for _, agentOnly := range []bool{true, false} {
+	passes := []func(wire.TaskStack) bool{
+		func(t wire.TaskStack) bool { return t.Comm == agentComm && t.State == "D" },
+		func(t wire.TaskStack) bool { return t.Comm == agentComm && t.State == "R" },
+		func(t wire.TaskStack) bool { return t.State == "D" },
+	}
+	for _, take := range passes {
 		for _, t := range tasks {
-			if t.State != "D" || agentOnly && t.Comm != agentComm {
+			if !take(t) {
 				continue
 			}
 			if f := results.StackFrame(t.Stack); f != "" {

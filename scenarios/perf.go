@@ -26,6 +26,11 @@ type Perf struct {
 	// Repeat is the runs per side, default 5; at least the runs the rank
 	// test needs to reach p < alpha at all.
 	Repeat int `yaml:"repeat"`
+	// MaxRepeat is the runs per side at most: when the first Repeat runs
+	// leave a budget INCONCLUSIVE, both sides run on up to MaxRepeat and the
+	// budgets are checked once more. Default 2×Repeat; equal to Repeat turns
+	// the second look off.
+	MaxRepeat int `yaml:"max_repeat"`
 	// Alpha is the level of the rank test, default 0.05.
 	Alpha   float64   `yaml:"alpha"`
 	Budgets []*Budget `yaml:"budgets"` // at least one
@@ -150,6 +155,9 @@ func (p *Perf) setDefaults() {
 	if p.Repeat == 0 {
 		p.Repeat = DefaultRepeat
 	}
+	if p.MaxRepeat == 0 {
+		p.MaxRepeat = 2 * p.Repeat
+	}
 	if p.Alpha == 0 {
 		p.Alpha = DefaultAlpha
 	}
@@ -174,6 +182,9 @@ func (k *checker) perf() {
 		c.add(p.Pos, "perf alpha %g: want more than 0 and less than 1", p.Alpha)
 	} else if floor := MinRepeat(p.Alpha); p.Repeat < floor {
 		c.add(p.Pos, "perf repeat %d: the rank test cannot reach p < %g with fewer than %d runs per side", p.Repeat, p.Alpha, floor)
+	}
+	if p.MaxRepeat < p.Repeat {
+		c.add(p.Pos, "perf max_repeat %d: want at least repeat (%d)", p.MaxRepeat, p.Repeat)
 	}
 	if p.written == 0 {
 		c.add(p.Pos, "perf needs at least one budget under budgets:")
@@ -326,8 +337,12 @@ func explainPerf(w io.Writer, p *Perf) {
 	case strings.HasSuffix(p.Baseline, ".yaml"):
 		against = "kernel spec " + p.Baseline
 	}
-	fmt.Fprintf(w, "perf: against %s, %d runs per side, rank test at alpha %g; a budget FAILs when the change is beyond both the noise and its tolerance\n",
-		against, p.Repeat, p.Alpha)
+	more := ""
+	if p.MaxRepeat > p.Repeat {
+		more = fmt.Sprintf(" (up to %d when a budget is undecided)", p.MaxRepeat)
+	}
+	fmt.Fprintf(w, "perf: against %s, %d runs per side%s, rank test at alpha %g; a budget FAILs when the change is beyond both the noise and its tolerance\n",
+		against, p.Repeat, more, p.Alpha)
 	for _, b := range p.Budgets {
 		dir, tol := b.Tolerance()
 		verb := map[string]string{"max_drop": "drops", "max_rise": "rises"}[dir]

@@ -212,7 +212,7 @@ func TestPerfExplain(t *testing.T) {
 	var b strings.Builder
 	s.Explain(&b)
 	for _, want := range []string{
-		"perf: against base (the tested kernel's spec without its patches), 10 runs per side, rank test at alpha 0.05; " +
+		"perf: against base (the tested kernel's spec without its patches), 10 runs per side (up to 20 when a budget is undecided), rank test at alpha 0.05; " +
 			"a budget FAILs when the change is beyond both the noise and its tolerance\n",
 		"  - FAIL if udp.rx_pps drops by more than 5% (noise 3%: needs 9 runs per side at 80% power) (line 23)\n",
 		"  - FAIL if interrupts.CAL/s rises by more than 12.5% (noise not measured) (line 26)\n",

@@ -164,6 +164,10 @@ func uptime() float64 {
 // stacks returns the tasks (threads included) in D state, and every napi/
 // kthread, with their kernel stacks: the evidence for a hang.
 func stacks() []wire.TaskStack {
+	// Skip this thread: its own stack shows the read of /proc.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	self, mine := unix.Gettid(), fmt.Sprintf("/proc/%d/task/", os.Getpid())
 	var out []wire.TaskStack
 	dirs, _ := filepath.Glob("/proc/[0-9]*/task/[0-9]*")
 	for _, dir := range dirs {
@@ -181,7 +185,10 @@ func stacks() []wire.TaskStack {
 			continue
 		}
 		comm, state := s[open+1:close], s[close+2:close+3]
-		if state != "D" && !strings.HasPrefix(comm, "napi/") {
+		// Blocked tasks, NAPI threads and the agent's runnable threads (a
+		// step looping in usleep is runnable between its sleeps).
+		agentRunning := state == "R" && pid != self && strings.HasPrefix(dir, mine)
+		if state != "D" && !strings.HasPrefix(comm, "napi/") && !agentRunning {
 			continue
 		}
 		wchan, _ := os.ReadFile(dir + "/wchan")
