@@ -31,7 +31,7 @@ type QEMU struct {
 	// channel and of the human monitor (see socketPair); nil = none.
 	Control *os.File
 	Monitor *os.File
-	NICs     []QEMUNIC
+	NICs    []QEMUNIC
 	// Interactive connects the serial console to this process's terminal
 	// (Ctrl-C goes to the guest) and copies it raw to stdout.
 	Interactive bool

@@ -125,7 +125,7 @@ type run struct {
 	leak    leakCheck
 	readyAt time.Time // the agent's ready event arrived (host clock)
 	setupAt time.Time // the topology setup started
-	mon     *monitor // QEMU's human monitor: SysRq when the agent does not answer
+	mon     *monitor  // QEMU's human monitor: SysRq when the agent does not answer
 	// bootLimit overrides the boot timeout (tests); 0 = bootTimeout.
 	bootLimit time.Duration
 }

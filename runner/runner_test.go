@@ -169,7 +169,8 @@ func TestStuckFunctionPrefersTheAgent(t *testing.T) {
 	if got := stuckFunction(running); got != "napi_disable" {
 		t.Errorf("agent thread caught runnable: %q, want napi_disable before the blocked kworker", got)
 	}
-	idle := append(tasks[:2:2], wire.TaskStack{PID: 40, Comm: "init", State: "R"})
+	idle := append(tasks[:2:2], wire.TaskStack{PID: 40, Comm: "init", State: "R"},
+		wire.TaskStack{PID: 54, Comm: "init", State: "R", Stack: "[<0>] futex_do_wait+0x1e/0x60\n[<0>] __futex_wait+0x64/0xa7\n[<0>] do_futex+0xc7/0x157\n"})
 	if got := stuckFunction(idle); got != "addrconf_dad_work" {
 		t.Errorf("agent thread runnable in user space: %q, want the blocked kworker", got)
 	}

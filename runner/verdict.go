@@ -280,6 +280,10 @@ func agentBlocked(tasks []wire.TaskStack) bool {
 	return false
 }
 
+// goRuntimeWait matches the kernel stacks of the Go runtime's own waits
+// (futex, epoll, nanosleep): an agent thread there is idle, not stuck.
+var goRuntimeWait = regexp.MustCompile(`\b(futex_\w+|do_futex|ep_poll|do_epoll_wait|do_nanosleep|hrtimer_nanosleep)\+`)
+
 // stuckFunction names where the hung action sleeps: the blocked agent thread
 // runs it, while other blocked tasks (a kworker waiting for RTNL, say) are
 // usually its victims. An agent thread caught runnable inside the kernel (a
@@ -287,7 +291,9 @@ func agentBlocked(tasks []wire.TaskStack) bool {
 func stuckFunction(tasks []wire.TaskStack) string {
 	passes := []func(wire.TaskStack) bool{
 		func(t wire.TaskStack) bool { return t.Comm == agentComm && t.State == "D" },
-		func(t wire.TaskStack) bool { return t.Comm == agentComm && t.State == "R" },
+		func(t wire.TaskStack) bool {
+			return t.Comm == agentComm && t.State == "R" && !goRuntimeWait.MatchString(t.Stack)
+		},
 		func(t wire.TaskStack) bool { return t.State == "D" },
 	}
 	for _, take := range passes {

@@ -28,12 +28,17 @@ func newAgent() *agent {
 	return &agent{ns: newNamespaces(), loads: map[string]*load{}}
 }
 
-func (a *agent) hello() wire.Hello {
+// release is the running kernel's release, like 7.3.4.
+func release() string {
 	var u unix.Utsname
 	unix.Uname(&u)
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+func (a *agent) hello() wire.Hello {
 	v, _ := os.ReadFile("/proc/version")
 	return wire.Hello{
-		Kernel:  unix.ByteSliceToString(u.Release[:]),
+		Kernel:  release(),
 		Version: strings.TrimSpace(string(v)),
 		CPUs:    runtime.NumCPU(),
 		Uptime:  uptime(),

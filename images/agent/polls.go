@@ -60,10 +60,18 @@ type pollValue struct {
 	Dev   [16]byte // device name from the tracepoint
 }
 
-// napiOffPoll is offsetof(struct napi_struct, poll) in 6.1 and 6.12:
-// poll_list (16), state (8), weight (4), defer_hard_irqs_count (4), gro_bitmask (8).
-// Newer kernels moved the GRO state (6.18 differs); check each new base.
-const napiOffPoll = 40
+// napiOffPoll returns offsetof(struct napi_struct, poll) for a kernel
+// release (the guest has no BTF to ask): in 6.1 and 6.12 state (8),
+// poll_list (16), weight (4), defer_hard_irqs_count (4), gro_bitmask (8);
+// from 6.15 the GRO state moved into struct gro_node after poll, so 32 (read
+// in 7.3.4). Check each new base.
+func napiOffPoll(release string) int32 {
+	var major, minor int
+	if _, err := fmt.Sscanf(release, "%d.%d", &major, &minor); err == nil && (major > 6 || major == 6 && minor >= 15) {
+		return 32
+	}
+	return 40
+}
 
 // pollsMaxEntries bounds the polls map: NAPIs x CPUs x contexts x tasks.
 const pollsMaxEntries = 8192
@@ -303,7 +311,7 @@ func (p *pollCounter) napiPoll(f map[string]eventField) (asm.Instructions, error
 		asm.Add.Imm(asm.R1, stVal+16),
 		asm.Mov.Imm(asm.R2, 8),
 		asm.Mov.Reg(asm.R3, asm.R7),
-		asm.Add.Imm(asm.R3, napiOffPoll),
+		asm.Add.Imm(asm.R3, napiOffPoll(release())),
 		asm.FnProbeReadKernel.Call())
 	// key.cpu.
 	add(asm.FnGetSmpProcessorId.Call(),

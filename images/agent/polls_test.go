@@ -131,3 +131,13 @@ func listenIn(a *agent, ns, addr string) (net.PacketConn, error) {
 	})
 	return c, err
 }
+
+func TestNapiOffPoll(t *testing.T) {
+	for release, want := range map[string]int32{
+		"6.1.192": 40, "6.12.117": 40, "6.14.0-rc1": 40, "6.15.2": 32, "7.3.4": 32, "garbage": 40,
+	} {
+		if got := napiOffPoll(release); got != want {
+			t.Errorf("napiOffPoll(%q) = %d, want %d", release, got, want)
+		}
+	}
+}
