@@ -54,26 +54,31 @@ func (t *timeline) windowSpan(w *scenarios.Window) (from, to float64, err error)
 
 // metricIn is a metric's change between the snapshots nearest the window's
 // edges, and the seconds between them. The timeline snapshots at the edges
-// itself (edges.go), so they sit a snapshot's round trip from them; a window
-// whose nearest snapshots are further off than a quarter of its length (at
-// least 20 ms) is not measured.
+// itself (edges.go); a window whose nearest snapshots are further off than a
+// quarter of its length (at least 20 ms) is not measured. A snapshot is
+// placed where the guest read it (its uptime on the host's clock, see
+// readAt), not where its reply arrived: a slow (debug, flooded) guest's
+// replies come a few hundred ms late.
 func (t *timeline) metricIn(name string, from, to float64) (delta, secs float64, err error) {
 	m, err := results.ParseMetric(name)
 	if err != nil {
 		return 0, 0, err
 	}
 	t.mu.Lock()
+	at := readAt(t.samples)
 	var a, b *sampleRec
+	var ta, tb float64
 	for i := range t.samples {
 		s := &t.samples[i]
 		if _, ok := s.Data.Values[m.Source]; !ok {
 			continue
 		}
-		if a == nil || math.Abs(s.Host-from) < math.Abs(a.Host-from) {
-			a = s
+		h := at(s)
+		if a == nil || math.Abs(h-from) < math.Abs(ta-from) {
+			a, ta = s, h
 		}
-		if b == nil || math.Abs(s.Host-to) < math.Abs(b.Host-to) {
-			b = s
+		if b == nil || math.Abs(h-to) < math.Abs(tb-to) {
+			b, tb = s, h
 		}
 	}
 	t.mu.Unlock()
@@ -81,10 +86,10 @@ func (t *timeline) metricIn(name string, from, to float64) (delta, secs float64,
 	switch {
 	case a == nil:
 		return 0, 0, fmt.Errorf("no snapshot of %s", m.Source)
-	case a == b || b.Host <= a.Host:
+	case a == b || tb <= ta:
 		return 0, 0, fmt.Errorf("one snapshot of %s in %.2f-%.2fs", m.Source, from, to)
-	case math.Abs(a.Host-from) > tol || math.Abs(b.Host-to) > tol:
-		return 0, 0, fmt.Errorf("nearest snapshots of %s at %.2fs and %.2fs for the window %.2f-%.2fs", m.Source, a.Host, b.Host, from, to)
+	case math.Abs(ta-from) > tol || math.Abs(tb-to) > tol:
+		return 0, 0, fmt.Errorf("nearest snapshots of %s at %.2fs and %.2fs for the window %.2f-%.2fs", m.Source, ta, tb, from, to)
 	}
 	va, err := metricValue(m, a.Data)
 	if err != nil {
@@ -94,7 +99,27 @@ func (t *timeline) metricIn(name string, from, to float64) (delta, secs float64,
 	if err != nil {
 		return 0, 0, err
 	}
-	return vb - va, b.Host - a.Host, nil
+	return vb - va, tb - ta, nil
+}
+
+// readAt places snapshots on the host's timeline where the guest read them:
+// the middle of the reading on the guest's clock plus the clock offset, the
+// smallest gap seen between a reading's end and its reply's arrival (the
+// fastest reply bounds the offset). Snapshots without a guest time (fakes)
+// stay at their arrival.
+func readAt(samples []sampleRec) func(*sampleRec) float64 {
+	off, ok := math.Inf(1), false
+	for i := range samples {
+		if d := samples[i].Data; d.T > 0 {
+			off, ok = min(off, samples[i].Host-(d.T+d.Took)), true
+		}
+	}
+	return func(s *sampleRec) float64 {
+		if !ok || s.Data.T <= 0 {
+			return s.Host
+		}
+		return s.Data.T + s.Data.Took/2 + off
+	}
 }
 
 // metricAt is a metric's change between the snapshots taken at exactly the

@@ -106,6 +106,36 @@ func TestMetricIn(t *testing.T) {
 	}
 }
 
+// TestMetricInGuestClock: a slow guest's replies arrive late; its snapshots
+// are placed where it read them, on its own clock, and the rate's seconds
+// are the guest's (the CI failure: replies 0.2 s late on a debug kernel
+// made a settled window unmeasurable).
+func TestMetricInGuestClock(t *testing.T) {
+	const kthread = "napi.polls.vrx.rx-0.kthread"
+	tl := windowTimeline(windowScenario(t, ""))
+	// guest uptime = host time + 10 s; the first reply is prompt (it sets the
+	// offset), the edges' replies come 0.3 s late.
+	for _, s := range []struct {
+		host, guest, took float64
+		kthread           int
+	}{{0.52, 10.5, 0.01, 0}, {1.32, 11.0, 0.02, 10}, {2.35, 12.0, 0.02, 50}} {
+		d := pollsAt(s.kthread, 0)
+		d.T, d.Took = s.guest, s.took
+		tl.samples = append(tl.samples, sampleRec{Group: edgesGroup, Host: s.host, Data: d})
+	}
+	d, secs, err := tl.metricIn(kthread, 1, 2)
+	if err != nil || d != 40 || !near(secs, 1.0) {
+		t.Fatalf("metricIn = %v over %vs (%v), want 40 over 1s of the guest's clock", d, secs, err)
+	}
+	// Without guest times the same replies are too far from the edges.
+	for i := range tl.samples {
+		tl.samples[i].Data.T = 0
+	}
+	if _, _, err := tl.metricIn(kthread, 1, 2); err == nil || !strings.Contains(err.Error(), "nearest snapshots") {
+		t.Errorf("metricIn on arrival times = %v, want nearest snapshots too far", err)
+	}
+}
+
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 
 func TestMetricAt(t *testing.T) {
