@@ -237,8 +237,10 @@ type Load struct {
 // Latency is a request/response load's latency in microseconds.
 type Latency struct {
 	Count uint64  `json:"count"`
+	P5    float64 `json:"p5_us"`
 	P50   float64 `json:"p50_us"`
 	P90   float64 `json:"p90_us"`
+	P95   float64 `json:"p95_us"`
 	P99   float64 `json:"p99_us"`
 	P999  float64 `json:"p999_us"`
 	Max   float64 `json:"max_us"`

@@ -72,7 +72,7 @@ func (h *hist) Summary() *wire.Latency {
 	qs := []struct {
 		permille uint64
 		dst      *float64
-	}{{500, &s.P50}, {900, &s.P90}, {990, &s.P99}, {999, &s.P999}}
+	}{{50, &s.P5}, {500, &s.P50}, {900, &s.P90}, {950, &s.P95}, {990, &s.P99}, {999, &s.P999}}
 	var cum uint64
 	j := 0
 	for i, c := range snap {

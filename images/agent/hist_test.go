@@ -76,13 +76,13 @@ func TestHistPercentiles(t *testing.T) {
 				name     string
 				permille uint64
 				got      float64
-			}{{"p50", 500, s.P50}, {"p90", 900, s.P90}, {"p99", 990, s.P99}, {"p99.9", 999, s.P999}} {
+			}{{"p5", 50, s.P5}, {"p50", 500, s.P50}, {"p90", 900, s.P90}, {"p95", 950, s.P95}, {"p99", 990, s.P99}, {"p99.9", 999, s.P999}} {
 				want := float64(vals[rank(q.permille, uint64(len(vals)))-1]) / 1e3
 				if math.Abs(q.got-want) > 0.02*want {
 					t.Errorf("%s %v us, want %v within 2%%", q.name, q.got, want)
 				}
 			}
-			if !(s.P50 <= s.P90 && s.P90 <= s.P99 && s.P99 <= s.P999 && s.P999 <= s.Max) {
+			if !(s.P5 <= s.P50 && s.P50 <= s.P90 && s.P90 <= s.P95 && s.P95 <= s.P99 && s.P99 <= s.P999 && s.P999 <= s.Max) {
 				t.Errorf("percentiles out of order: %+v", s)
 			}
 		})

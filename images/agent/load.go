@@ -30,6 +30,7 @@ type load struct {
 	mu      sync.Mutex
 	buckets []uint64
 	lat     *hist          // rr-client only: request/response latency
+	xsk     *wire.XSKStats // xsk only: how it bound, its socket statistics
 	wg      sync.WaitGroup // tcp and rr kinds: their goroutines; done closes after
 }
 
@@ -65,6 +66,10 @@ func (l *load) stats() *wire.LoadStats {
 	}
 	if l.lat != nil {
 		st.Latency = l.lat.Summary()
+	}
+	if l.xsk != nil {
+		x := *l.xsk
+		st.XSK = &x
 	}
 	return st
 }

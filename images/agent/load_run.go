@@ -25,6 +25,7 @@ var starters = map[string]func(a *agent, ctx context.Context, l *load) error{
 	wire.LoadTCPSend:  startTCPSend,
 	wire.LoadRRServer: startRRServer,
 	wire.LoadRRClient: startRRClient,
+	wire.LoadXSK:      startXSK,
 }
 
 // retryDelay is the pause after a failed connect, write or read before a

@@ -119,6 +119,7 @@ const (
 	LoadTCPSink  = "tcp-sink"  // accepts and counts bytes (Packets counts reads)
 	LoadRRServer = "rr-server" // request/response echo server (Proto udp or tcp)
 	LoadRRClient = "rr-client" // Flows concurrent clients, Size-byte requests, latency histogram
+	LoadXSK      = "xsk"       // AF_XDP socket on one RX queue: a sink or an rr responder (Load.XSK)
 )
 
 // Load starts a traffic generator or sink in the guest.
@@ -136,6 +137,62 @@ type Load struct {
 	BusyPoll int `json:"busy_poll,omitempty"`
 	// Proto is udp or tcp for rr-server and rr-client.
 	Proto string `json:"proto,omitempty"`
+	// XSK configures an xsk load; Addr and Port pick the UDP datagrams its
+	// XDP program redirects (Addr is not checked, Port is).
+	XSK *XSK `json:"xsk,omitempty"`
+}
+
+// XSK modes and receive styles.
+const (
+	XSKSink     = "sink"     // count frames and bytes
+	XSKRR       = "rr"       // answer each UDP request on the tx ring
+	XSKBlocking = "blocking" // poll() that sleeps until a frame arrives
+	XSKPoll     = "poll"     // poll() with a zero timeout, in a loop
+	XSKBusy     = "busy"     // spin on the rx ring, recvfrom kicks when it is empty
+)
+
+// XSK is an AF_XDP socket bound to Dev's RX queue Queue, fed by an XDP
+// program that redirects the queue's UDP datagrams to Load.Port into it.
+// Load.BusyPoll sets SO_BUSY_POLL on it.
+type XSK struct {
+	Dev   string `json:"dev"`
+	Queue int    `json:"queue"`
+	// Mode is XSKSink or XSKRR.
+	Mode string `json:"mode"`
+	// AppDelayNs is busy-waited for each request before its answer (rr).
+	AppDelayNs int64 `json:"app_delay_ns,omitempty"`
+	// Receive is XSKBlocking (default), XSKPoll or XSKBusy.
+	Receive string `json:"receive,omitempty"`
+	// PreferBusyPoll sets SO_PREFER_BUSY_POLL.
+	PreferBusyPoll bool `json:"prefer_busy_poll,omitempty"`
+	// BusyPollBudget sets SO_BUSY_POLL_BUDGET, 0 = the kernel's (8).
+	BusyPollBudget int `json:"busy_poll_budget,omitempty"`
+	// Batch is the most frames one pass takes off the rx ring, 0 = 64.
+	Batch int `json:"batch,omitempty"`
+	// ZeroCopy asks for XDP_ZEROCOPY; a driver that refuses it gets copy mode.
+	ZeroCopy bool `json:"zero_copy,omitempty"`
+	// XDPMode is native, generic or empty (native where the driver has it).
+	XDPMode string `json:"xdp_mode,omitempty"`
+	// PollCPU, when set, runs a second thread on that CPU that only kicks
+	// rx (recvfrom), so SO_BUSY_POLL polls the NAPI from a separate core.
+	PollCPU *int `json:"poll_cpu,omitempty"`
+}
+
+// XSKStats is what an xsk load says besides its counts: how it bound and
+// the socket's XDP_STATISTICS at the stop.
+type XSKStats struct {
+	// Bound is "copy" or "zero-copy".
+	Bound string `json:"bound"`
+	// ZeroCopyRefused is the bind error when zero-copy was asked and refused.
+	ZeroCopyRefused string `json:"zero_copy_refused,omitempty"`
+	// XDPMode is how the kernel attached the program: native or generic.
+	XDPMode       string `json:"xdp_mode"`
+	RxDropped     uint64 `json:"rx_dropped"`
+	RxInvalid     uint64 `json:"rx_invalid_descs"`
+	TxInvalid     uint64 `json:"tx_invalid_descs"`
+	RxRingFull    uint64 `json:"rx_ring_full"`
+	FillRingEmpty uint64 `json:"fill_ring_empty_descs"`
+	TxRingEmpty   uint64 `json:"tx_ring_empty_descs"`
 }
 
 // LoadName names a running load.
@@ -157,13 +214,17 @@ type LoadStats struct {
 	Bytes   uint64   `json:"bytes,omitempty"`
 	// Latency is the rr-client's request/response latency, when it ran.
 	Latency *Latency `json:"latency,omitempty"`
+	// XSK is an xsk load's binding and socket statistics.
+	XSK *XSKStats `json:"xsk,omitempty"`
 }
 
 // Latency summarises request/response times in microseconds.
 type Latency struct {
 	Count uint64  `json:"count"`
+	P5    float64 `json:"p5_us"`
 	P50   float64 `json:"p50_us"`
 	P90   float64 `json:"p90_us"`
+	P95   float64 `json:"p95_us"`
 	P99   float64 `json:"p99_us"`
 	P999  float64 `json:"p999_us"`
 	Max   float64 `json:"max_us"`
