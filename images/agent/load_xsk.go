@@ -127,11 +127,11 @@ func bindXSK(cfg wire.XSK, st *wire.XSKStats) (*xsk, error) {
 		return nil, fmt.Errorf("device %s: %w", cfg.Dev, err)
 	}
 	c := xskConfig{ifindex: link.Attrs().Index, queue: cfg.Queue, zeroCopy: cfg.ZeroCopy}
-	x, err := openXSK(c)
-	if errors.Is(err, errZeroCopy) {
+	x, err := openXSKRetry(c)
+	if errors.Is(err, errZeroCopy) && !errors.Is(err, unix.EBUSY) {
 		st.ZeroCopyRefused = err.Error()
 		c.zeroCopy = false
-		x, err = openXSK(c)
+		x, err = openXSKRetry(c)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("AF_XDP on %s: %w", cfg.Dev, err)
@@ -141,6 +141,21 @@ func bindXSK(cfg wire.XSK, st *wire.XSKStats) (*xsk, error) {
 		st.Bound = "zero-copy"
 	}
 	return x, nil
+}
+
+// xskBusyWait bounds how long a bind waits for the queue's previous socket
+// to be gone: the kernel releases a closed socket's buffer pool, and with it
+// the queue, from a workqueue, so a bind right after a stop sees EBUSY.
+const xskBusyWait = 2 * time.Second
+
+func openXSKRetry(c xskConfig) (*xsk, error) {
+	for t0 := time.Now(); ; {
+		x, err := openXSK(c)
+		if !errors.Is(err, unix.EBUSY) || time.Since(t0) > xskBusyWait {
+			return x, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // setBusyPollOpts sets the busy-poll socket options the load asks for.
