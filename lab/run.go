@@ -353,6 +353,9 @@ func printVerdict(w io.Writer, r *results.Result, dir string) {
 		if l.Latency != nil {
 			fmt.Fprintf(w, ", latency p50 %.0fus p99 %.0fus p99.9 %.0fus", l.Latency.P50, l.Latency.P99, l.Latency.P999)
 		}
+		if l.XSK != "" {
+			fmt.Fprintf(w, "; %s", l.XSK)
+		}
 		fmt.Fprintln(w)
 	}
 	for _, reason := range r.Reasons {

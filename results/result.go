@@ -232,6 +232,9 @@ type Load struct {
 	PerSecond  []uint64 `json:"per_second"` // received packets (rr: transactions) per second
 	Bytes      uint64   `json:"bytes,omitempty"`
 	Latency    *Latency `json:"latency,omitempty"` // rr loads
+	// XSK says how an xsk load's socket bound (copy or zero-copy, XDP
+	// native or generic) and its socket statistics, in one line.
+	XSK string `json:"xsk,omitempty"`
 }
 
 // Latency is a request/response load's latency in microseconds.

@@ -356,6 +356,7 @@ func (t *timeline) loadResults() []results.Load {
 			l.Latency = (*results.Latency)(lr.sender.Latency)
 		}
 		if lr.sink != nil {
+			l.XSK = xskSummary(lr.sink.XSK)
 			l.Bytes = lr.sink.Bytes
 			l.Received = lr.sink.Packets
 			per := 1000 / wire.BucketWidthMs

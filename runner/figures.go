@@ -58,7 +58,9 @@ func (t *timeline) figures(cpus int) map[string]float64 {
 			out[l.Name+".sent_pps"] = float64(l.Sent) / secs
 		}
 		if l.Latency != nil && l.Latency.Count > 0 {
+			out[l.Name+".p5_us"] = l.Latency.P5
 			out[l.Name+".p50_us"] = l.Latency.P50
+			out[l.Name+".p95_us"] = l.Latency.P95
 			out[l.Name+".p99_us"] = l.Latency.P99
 			out[l.Name+".p999_us"] = l.Latency.P999
 		}

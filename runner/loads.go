@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"napilab/images/wire"
+	"napilab/scenarios"
 )
 
 func sinkName(load string) string { return load + ".sink" }
@@ -26,6 +27,34 @@ var loadKinds = map[string][2]string{
 	"rr":  {wire.LoadRRServer, wire.LoadRRClient},
 }
 
+// xskKinds are an xsk load's receiver and sender kinds by its mode: the
+// AF_XDP socket counts a udp sender's datagrams or answers the rr client.
+var xskKinds = map[string][2]string{
+	scenarios.XSKSink: {wire.LoadXSK, wire.LoadUDPSend},
+	scenarios.XSKRR:   {wire.LoadXSK, wire.LoadRRClient},
+}
+
+// xskOptions is the agent's form of an xsk load's options.
+func xskOptions(l *scenarios.Load) *wire.XSK {
+	x := l.XSK
+	return &wire.XSK{Dev: l.SinkDev, Queue: x.Queue, Mode: x.Mode, AppDelayNs: int64(x.AppDelay.D()),
+		Receive: x.Receive, PreferBusyPoll: x.PreferBusyPoll, BusyPollBudget: x.BusyPollBudget, Batch: x.Batch,
+		ZeroCopy: x.ZeroCopy, XDPMode: x.XDPMode, PollCPU: x.PollCPU}
+}
+
+// xskSummary is an xsk receiver's binding and socket statistics in a line.
+func xskSummary(x *wire.XSKStats) string {
+	if x == nil {
+		return ""
+	}
+	s := fmt.Sprintf("AF_XDP %s mode, XDP %s", x.Bound, x.XDPMode)
+	if x.ZeroCopyRefused != "" {
+		s += " (zero-copy refused: " + x.ZeroCopyRefused + ")"
+	}
+	return s + fmt.Sprintf("; rx_dropped %d, rx_ring_full %d, fill_ring_empty %d, rx_invalid %d, tx_invalid %d, tx_ring_empty %d",
+		x.RxDropped, x.RxRingFull, x.FillRingEmpty, x.RxInvalid, x.TxInvalid, x.TxRingEmpty)
+}
+
 // startLoad starts the receiver, then the sender (in the guest or on the host).
 func (t *timeline) startLoad(ctx context.Context, name string) error {
 	l := t.s.Loads[name]
@@ -34,8 +63,13 @@ func (t *timeline) startLoad(ctx context.Context, name string) error {
 	if l.Kind == "rr" && proto == "" {
 		proto = "udp"
 	}
+	var xsk *wire.XSK
+	if l.Kind == "xsk" {
+		kinds, xsk = xskKinds[l.XSK.Mode], xskOptions(l)
+	}
 	sink := wire.Load{Name: sinkName(name), Kind: kinds[0], Netns: l.SinkNetns, Addr: l.SinkAddr,
-		Port: l.To.Port, Size: l.Size, CPU: cpuOr(l.SinkCPU), BusyPoll: l.BusyPoll, Proto: proto}
+		Port: l.To.Port, Size: l.Size, CPU: cpuOr(l.SinkCPU), BusyPoll: l.BusyPoll, Proto: proto, XSK: xsk}
+
 	if err := t.ctl.call(ctx, wire.OpStart, sink, nil); err != nil {
 		return fmt.Errorf("start receiver of %s: %w", name, err)
 	}

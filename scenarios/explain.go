@@ -77,8 +77,8 @@ func (s *Scenario) Explain(w io.Writer) {
 		if l.Proto != "" {
 			kind += "/" + l.Proto
 		}
-		fmt.Fprintf(w, "  %s: %s from %s to %s:%d (sink in netns %s), %d flows, %d-byte payloads, %s%s\n", name, kind, from,
-			l.SinkAddr, l.To.Port, or(l.SinkNetns, "root"), l.Flows, l.Size, rate, pin(l))
+		fmt.Fprintf(w, "  %s: %s from %s to %s:%d (sink in netns %s), %d flows, %d-byte payloads, %s%s%s\n", name, kind, from,
+			l.SinkAddr, l.To.Port, or(l.SinkNetns, "root"), l.Flows, l.Size, rate, pin(l), explainXSK(l))
 	}
 	explainInjects(w, s.Inject)
 	fmt.Fprintf(w, "timeline (each action must finish within %v unless it says otherwise):\n", s.Defaults.Deadline.D())

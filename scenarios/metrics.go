@@ -72,8 +72,9 @@ var PerDatagram = []string{"softirqs.NET_RX", "interrupts.CAL", "interrupts.RES"
 const PerDatagramSuffix = " per datagram"
 
 // LoadFigures follow a load's name (udp.rx_pps): packets per second received
-// and sent; LatencyFigures are an rr load's percentiles in microseconds.
+// and sent; LatencyFigures are an rr (or xsk rr) load's percentiles in
+// microseconds.
 var (
 	LoadFigures    = []string{"rx_pps", "sent_pps"}
-	LatencyFigures = []string{"p50_us", "p99_us", "p999_us"}
+	LatencyFigures = []string{"p5_us", "p50_us", "p95_us", "p99_us", "p999_us"}
 )

@@ -238,10 +238,10 @@ func (k *checker) figure(name string) string {
 		switch {
 		case contains(LoadFigures, fig):
 			return ""
-		case contains(LatencyFigures, fig) && k.s.Loads[ln].Kind == "rr":
+		case contains(LatencyFigures, fig) && k.s.Loads[ln].HasLatency():
 			return ""
 		case contains(LatencyFigures, fig):
-			return fmt.Sprintf("load %s is not an rr load: only rr loads have %s", ln, strings.Join(LatencyFigures, ", "))
+			return fmt.Sprintf("load %s is not an rr load: only rr and xsk rr loads have %s", ln, strings.Join(LatencyFigures, ", "))
 		}
 	}
 	m, err := results.ParseMetric(strings.TrimSuffix(name, "/s"))
@@ -276,7 +276,7 @@ func (k *checker) figureNames() []string {
 	}
 	for _, ln := range sortedKeys(k.s.Loads) {
 		figs := LoadFigures
-		if k.s.Loads[ln].Kind == "rr" {
+		if k.s.Loads[ln].HasLatency() {
 			figs = append(figs, LatencyFigures...)
 		}
 		for _, f := range figs {

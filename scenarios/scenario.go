@@ -126,7 +126,7 @@ type End struct {
 
 // Load is traffic: a sender and a sink the lab starts together.
 type Load struct {
-	Kind    string   `yaml:"kind"`  // udp (datagrams), tcp (a stream), rr (request/response, latency histogram)
+	Kind    string   `yaml:"kind"`  // udp (datagrams), tcp (a stream), rr (request/response, latency histogram), xsk (an AF_XDP receiver)
 	Proto   string   `yaml:"proto"` // rr only: udp (default) or tcp
 	From    Endpoint `yaml:"from"`  // "host" or {netns: x}
 	To      Endpoint `yaml:"to"`    // {address: a, port: p} or {nic: eth0, port: p}
@@ -142,6 +142,10 @@ type Load struct {
 	// Resolved by validation: where the sink listens.
 	SinkNetns string `yaml:"-"`
 	SinkAddr  string `yaml:"-"`
+	SinkDev   string `yaml:"-"` // the device holding SinkAddr (the nic for to: {nic})
+
+	// XSK configures a kind: xsk load's AF_XDP receiver.
+	XSK *XSK `yaml:"xsk"`
 }
 
 // Endpoint is where traffic comes from or goes to.

@@ -119,13 +119,15 @@ type checker struct {
 	top   Pos
 	netns map[string]bool
 	addrs map[string]string // guest address -> netns
+	onDev map[string]string // guest address -> device
 	devs  map[string]bool   // netns/name
 	nics  map[string]*NIC
 }
 
 func (s *Scenario) validate(c *collector, params map[string]string) {
 	k := &checker{s: s, c: c, top: Pos{File: s.Path, Line: 1, Col: 1},
-		netns: map[string]bool{"": true}, addrs: map[string]string{}, devs: map[string]bool{}, nics: map[string]*NIC{}}
+		netns: map[string]bool{"": true}, addrs: map[string]string{}, devs: map[string]bool{}, nics: map[string]*NIC{},
+		onDev: map[string]string{}}
 	if s.Name == "" {
 		c.add(k.top, "missing name")
 	} else if err := results.CheckName(s.Name); err != nil {
@@ -203,6 +205,7 @@ func (k *checker) checkDev(p Pos, ns, name, cidr string) {
 			return
 		}
 		k.addrs[ip.String()] = ns
+		k.onDev[ip.String()] = name
 	}
 }
 
@@ -276,14 +279,14 @@ func knownSource(src string) bool {
 
 func (k *checker) load(l *Load) {
 	c, p := k.c, l.Pos
-	if !contains([]string{"udp", "tcp", "rr"}, l.Kind) {
-		c.add(p, "load %s: kind %q: want udp, tcp or rr", l.Name, l.Kind)
+	if !contains([]string{"udp", "tcp", "rr", "xsk"}, l.Kind) {
+		c.add(p, "load %s: kind %q: want udp, tcp, rr or xsk", l.Name, l.Kind)
 	}
 	if l.Kind == "rr" && !contains([]string{"", "udp", "tcp"}, l.Proto) || l.Kind != "rr" && l.Proto != "" {
 		c.add(p, "load %s: proto %q: rr loads take udp or tcp, other kinds none", l.Name, l.Proto)
 	}
-	if l.From.Host && l.Kind != "udp" {
-		c.add(p, "load %s: only udp loads can come from the host", l.Name)
+	if l.From.Host && l.Kind != "udp" && l.Kind != "xsk" {
+		c.add(p, "load %s: only udp and xsk loads can come from the host", l.Name)
 	}
 	if l.To.Port < 1 || l.To.Port > 65535 {
 		c.add(p, "load %s: to.port %d: want 1-65535", l.Name, l.To.Port)
@@ -311,7 +314,7 @@ func (k *checker) load(l *Load) {
 			c.add(p, "load %s: nic %s has no address", l.Name, n.Name)
 			return
 		}
-		l.SinkAddr = ip.String()
+		l.SinkAddr, l.SinkDev = ip.String(), n.Name
 		if l.From.Host && n.Host == "" {
 			c.add(p, "load %s: traffic from the host needs nic %s to have a host: address", l.Name, n.Name)
 		}
@@ -324,10 +327,11 @@ func (k *checker) load(l *Load) {
 		if l.From.Host {
 			c.add(p, "load %s: traffic from the host must go to a nic (to: {nic: NAME})", l.Name)
 		}
-		l.SinkAddr, l.SinkNetns = l.To.Address, ns
+		l.SinkAddr, l.SinkNetns, l.SinkDev = l.To.Address, ns, k.onDev[l.To.Address]
 	default:
 		c.add(p, "load %s: to needs an address or a nic", l.Name)
 	}
+	k.xsk(l)
 	if !l.From.Host {
 		k.checkNetns(p, l.From.Netns)
 	}

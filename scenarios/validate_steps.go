@@ -293,8 +293,8 @@ func (k *checker) assert(a *Assert) {
 		bounds(a.Rate.Min, a.Rate.Max)
 	case a.Latency != nil:
 		l, ok := k.s.Loads[a.Latency.Load]
-		if !ok || l.Kind != "rr" {
-			c.add(p, "latency needs an rr load, %q is not one", a.Latency.Load)
+		if !ok || !l.HasLatency() {
+			c.add(p, "latency needs an rr load (or an xsk rr load), %q is not one", a.Latency.Load)
 		}
 		if a.Latency.P50+a.Latency.P90+a.Latency.P99+a.Latency.P999 == 0 {
 			c.add(p, "latency needs at least one of p50, p90, p99, p999")

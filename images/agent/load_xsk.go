@@ -336,4 +336,3 @@ func spin(d time.Duration) {
 	for end := time.Now().Add(d); time.Now().Before(end); {
 	}
 }
-
