@@ -179,6 +179,7 @@ type Step struct {
 	Wait     *Wait       `yaml:"wait"`
 	XDP      *XDP        `yaml:"xdp"`
 	Qdisc    *Qdisc      `yaml:"qdisc"`
+	NAPI     *NAPI       `yaml:"napi"`
 	Inject   *InjectStep `yaml:"inject"`
 	RPS      *RPS        `yaml:"rps"`
 	XPS      *XPS        `yaml:"xps"`
