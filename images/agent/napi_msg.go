@@ -167,7 +167,7 @@ func encodeNAPISet(id uint32, n wire.NAPI) ([]byte, error) {
 // queueInfo is one queue of a queue-get answer.
 type queueInfo struct {
 	id, typ, ifindex uint32
-	napiID  uint32 // 0: the driver linked no NAPI to the queue
+	napiID           uint32 // 0: the driver linked no NAPI to the queue
 }
 
 // decodeQueue reads the attributes of one queue-get answer.
