@@ -89,3 +89,24 @@ func TestNAPIStepErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestNAPISource(t *testing.T) {
+	const base = napiBase + "  - napi: {dev: eth0, threaded: enabled}\n"
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"sampler", "samplers: [{source: napi, every: 100ms}, {source: \"napi:a\", every: 100ms}]\n", ""},
+		{"metrics", "asserts:\n  - delta: {metric: napi.eth0.rx-0.threaded, min: 1}\n  - grows: {metric: napi.a/vtx.rx-0.pid}\n", ""},
+		{"sampler in an undeclared netns", "samplers: [{source: \"napi:b\", every: 100ms}]\n",
+			`x.yaml:9:12: netns "b" is not declared under topology.netns`},
+		{"metric in an undeclared netns", "asserts:\n  - delta: {metric: napi.b/vtx.rx-0.pid, max: 0}\n",
+			`x.yaml:10:5: netns "b" is not declared under topology.netns`},
+		{"unknown field", "asserts:\n  - delta: {metric: napi.eth0.rx-0.weight, max: 0}\n",
+			`x.yaml:10:5: unknown napi field "weight"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("x.yaml", []byte(base+tc.yaml), nil)
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

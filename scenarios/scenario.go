@@ -155,7 +155,7 @@ type Endpoint struct {
 
 // Sampler records kernel state every period during the timeline.
 type Sampler struct {
-	Source string   `yaml:"source"` // softirqs, softnet_stat, interrupts, snmp, netdev, qdisc[:<netns>], threads:<prefix>, file:<path>
+	Source string   `yaml:"source"` // softirqs, softnet_stat, interrupts, snmp, netdev, qdisc[:<netns>], napi[:<netns>], threads:<prefix>, file:<path>
 	Every  Duration `yaml:"every"`
 	Pos    Pos      `yaml:"-"`
 }

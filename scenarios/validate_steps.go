@@ -251,7 +251,7 @@ func (k *checker) assert(a *Assert) {
 		m, err := results.ParseMetric(name)
 		if err != nil {
 			c.add(p, "%v", err)
-		} else if ns, ok := strings.CutPrefix(m.Source, results.QdiscPrefix); ok {
+		} else if ns, ok := results.SourceNetns(m.Source); ok {
 			k.checkNetns(p, ns)
 		}
 	}
