@@ -28,7 +28,7 @@ const (
 
 // ParseSource parses the text of an agent sample source.
 // source is one of: "softirqs", "softnet_stat", "interrupts", "snmp", "netdev",
-// "qdisc", "qdisc:<netns>" or "tasks:<prefix>".
+// "qdisc", "qdisc:<netns>", "napi", "napi:<netns>" or "tasks:<prefix>".
 // A "#N" suffix (the agent's key for a second read of a source) is ignored.
 func ParseSource(source, text string) (Series, error) {
 	src := source
@@ -58,10 +58,12 @@ func ParseSource(source, text string) (Series, error) {
 		return parsePolls(text)
 	case src == SourceQdisc || strings.HasPrefix(src, QdiscPrefix):
 		return parseQdisc(text)
+	case src == SourceNAPI || strings.HasPrefix(src, NAPIPrefix):
+		return parseNAPI(text)
 	case strings.HasPrefix(src, TasksPrefix):
 		return parseTasks(text)
 	}
-	return nil, fmt.Errorf("unknown source %q, want softirqs, softnet_stat, interrupts, snmp, netdev, napi_polls, qdisc[:<netns>] or tasks:<prefix>", source)
+	return nil, fmt.Errorf("unknown source %q, want softirqs, softnet_stat, interrupts, snmp, netdev, napi_polls, qdisc[:<netns>], napi[:<netns>] or tasks:<prefix>", source)
 }
 
 // Value returns a field's value on one CPU (cpu >= 0) or summed over CPUs (cpu < 0).
@@ -162,6 +164,9 @@ func ParseMetric(name string) (MetricRef, error) {
 		if what, r, _ := strings.Cut(rest, "."); what == "polls" || what == "packets" {
 			return parsePollMetric(name, what, r)
 		}
+		if napiMetric(rest) {
+			return parseNAPIMetric(name, rest)
+		}
 	}
 	fam, ok := families[src]
 	if !ok {
@@ -254,6 +259,10 @@ var KnownMetrics = []MetricDoc{
 		"CPU time (utime+stime) of the ksoftirqd threads, or of ksoftirqd/N"},
 	{"napi.cpu_seconds", "/proc/PID/stat of napi/*", "seconds", false,
 		"CPU time (utime+stime) of all threaded-NAPI kthreads"},
+	{"napi.<dev>.<napi>.<field>", "netdev genetlink napi-get", "value (gauge)", false,
+		"what the kernel reports of a NAPI: " + strings.Join(NAPIFields, ", ") + "; napi is rx-<queue> (the lowest RX queue queue-get links to it; " +
+			"without links, the i-th NAPI in id order) or the NAPI id; threaded is 0 disabled, 1 enabled, 2 busy-poll; pid 0 = no kthread; " +
+			"the timeouts in ns; napi.<netns>/<dev>.<napi>.<field> in a netns (napi.eth0.rx-0.threaded); needs napi-get (6.12 has it, 6.1 not)"},
 	{"napi.polls.<dev>.<napi>.<context>[.cpuN]", "BPF on napi:napi_poll", "count", true,
 		"NAPI polls; napi is rx-<queue>, backlog or any; context is " + strings.Join(PollContexts, ", ") + " (softirq includes ksoftirqd); " +
 			"napi.polls.any.any.<context> sums every device"},

@@ -130,7 +130,7 @@ func TestMetricFrom(t *testing.T) {
 func TestKnownMetrics(t *testing.T) {
 	fill := strings.NewReplacer("<NAME>", "NET_RX", "<ROW>", "CAL", "<Group>", "Udp", "<Name>", "InDatagrams",
 		"<napi>", "rx-0", "<context>", "kthread",
-		"<dev>", "eth0", "<counter>", "requeues")
+		"<dev>", "eth0", "<counter>", "requeues", "<field>", "pid")
 	for _, d := range KnownMetrics {
 		base, _ := strings.CutSuffix(fill.Replace(d.Pattern), "[.cpuN]")
 		if d.File == "" || d.Unit == "" || d.Meaning == "" {

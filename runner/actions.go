@@ -56,6 +56,8 @@ func (t *timeline) action(ctx context.Context, st *scenarios.Step, i int) error 
 			w.Kind = q.Kind[i%len(q.Kind)]
 		}
 		return t.ctl.call(ctx, wire.OpQdisc, w, nil)
+	case st.NAPI != nil:
+		return t.ctl.call(ctx, wire.OpNAPI, napiArgs(st, i), nil)
 	case st.RPS != nil:
 		r := st.RPS
 		for _, q := range queuesOr0(r.Queues) {
@@ -173,4 +175,23 @@ func countLines(s string) int {
 		return 0
 	}
 	return strings.Count(s, "\n") + 1
+}
+
+// napiArgs is what iteration i of a napi step asks the agent to set.
+func napiArgs(st *scenarios.Step, i int) wire.NAPI {
+	n := st.NAPI
+	w := wire.NAPI{Dev: n.Dev, Netns: n.Netns, Queue: n.Queue, Threaded: st.Value(i)}
+	if n.DeferHardIRQs != nil {
+		v := uint32(*n.DeferHardIRQs)
+		w.DeferHardIRQs = &v
+	}
+	ns := func(d *scenarios.Duration) *uint64 {
+		if d == nil {
+			return nil
+		}
+		v := uint64(d.D().Nanoseconds())
+		return &v
+	}
+	w.GROFlushTimeout, w.IRQSuspendTimeout = ns(n.GROFlushTimeout), ns(n.IRQSuspendTimeout)
+	return w
 }

@@ -213,6 +213,8 @@ func stepName(st *scenarios.Step) string {
 		return "gro " + st.GRO.Dev
 	case st.Channels != nil:
 		return "channels " + st.Channels.Dev
+	case st.NAPI != nil:
+		return "napi " + st.NAPI.Dev
 	case len(st.Start) > 0:
 		return "start " + strings.Join(st.Start, ", ")
 	case len(st.Stop) > 0:

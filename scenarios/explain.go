@@ -227,6 +227,8 @@ func describe(st *Step) (time.Duration, string) {
 			return 0, fmt.Sprintf("add %s as the root qdisc of %s%s", kinds, q.Dev, ns(q.Netns))
 		}
 		return 0, fmt.Sprintf("replace the root qdisc of %s%s with %s", q.Dev, ns(q.Netns), kinds)
+	case st.NAPI != nil:
+		return 0, describeNAPI(st.NAPI)
 	case st.RPS != nil:
 		return 0, fmt.Sprintf("rps_cpus of %s rx queues %v = %s", st.RPS.Dev, queuesOr(st.RPS.Queues), strings.Join(st.RPS.CPUs, ", then "))
 	case st.XPS != nil:

@@ -249,7 +249,7 @@ func (k *checker) figure(name string) string {
 		if m.CPU >= k.s.Machine.CPUs {
 			return fmt.Sprintf("the machine has %d cpus (cpu0 to cpu%d)", k.s.Machine.CPUs, k.s.Machine.CPUs-1)
 		}
-		if ns, ok := strings.CutPrefix(m.Source, results.QdiscPrefix); ok && !k.netns[ns] {
+		if ns, ok := results.SourceNetns(m.Source); ok && !k.netns[ns] {
 			return fmt.Sprintf("netns %q is not declared under topology.netns", ns)
 		}
 		return ""

@@ -159,7 +159,7 @@ type Endpoint struct {
 
 // Sampler records kernel state every period during the timeline.
 type Sampler struct {
-	Source string   `yaml:"source"` // softirqs, softnet_stat, interrupts, snmp, netdev, qdisc[:<netns>], threads:<prefix>, file:<path>
+	Source string   `yaml:"source"` // softirqs, softnet_stat, interrupts, snmp, netdev, qdisc[:<netns>], napi[:<netns>], threads:<prefix>, file:<path>
 	Every  Duration `yaml:"every"`
 	Pos    Pos      `yaml:"-"`
 }
@@ -183,6 +183,7 @@ type Step struct {
 	Wait     *Wait       `yaml:"wait"`
 	XDP      *XDP        `yaml:"xdp"`
 	Qdisc    *Qdisc      `yaml:"qdisc"`
+	NAPI     *NAPI       `yaml:"napi"`
 	Inject   *InjectStep `yaml:"inject"`
 	RPS      *RPS        `yaml:"rps"`
 	XPS      *XPS        `yaml:"xps"`

@@ -16,8 +16,8 @@ const (
 	MaxQueues = 8
 )
 
-// Sources a sampler may name; qdisc:<netns>, threads:<prefix>, tasks:<prefix> and file:<path> also work.
-var Sources = []string{"softirqs", "softnet_stat", "interrupts", "snmp", "netdev", "qdisc"}
+// Sources a sampler may name; qdisc:<netns>, napi:<netns>, threads:<prefix>, tasks:<prefix> and file:<path> also work.
+var Sources = []string{"softirqs", "softnet_stat", "interrupts", "snmp", "netdev", "qdisc", "napi"}
 
 // DefaultDeadline bounds every action that sets none.
 const DefaultDeadline = 10 * time.Second
@@ -158,9 +158,9 @@ func (s *Scenario) validate(c *collector, params map[string]string) {
 	}
 	for _, sm := range s.Samplers {
 		if !knownSource(sm.Source) {
-			c.add(sm.Pos, "unknown sampler source %q (known: %s, qdisc:<netns>, threads:<prefix>, tasks:<prefix>, file:<path>)", sm.Source, strings.Join(Sources, ", "))
+			c.add(sm.Pos, "unknown sampler source %q (known: %s, qdisc:<netns>, napi:<netns>, threads:<prefix>, tasks:<prefix>, file:<path>)", sm.Source, strings.Join(Sources, ", "))
 		}
-		if ns, ok := strings.CutPrefix(sm.Source, results.QdiscPrefix); ok {
+		if ns, ok := results.SourceNetns(sm.Source); ok {
 			k.checkNetns(sm.Pos, ns)
 		}
 		if sm.Every.D() < 10*time.Millisecond {
@@ -269,7 +269,7 @@ func (k *checker) topology() {
 }
 
 func knownSource(src string) bool {
-	for _, p := range []string{"threads:", "tasks:", "file:", results.QdiscPrefix} {
+	for _, p := range []string{"threads:", "tasks:", "file:", results.QdiscPrefix, results.NAPIPrefix} {
 		if strings.HasPrefix(src, p) && len(src) > len(p) {
 			return true
 		}

@@ -12,7 +12,7 @@ import (
 )
 
 // Actions lists the step kinds, for messages and documentation.
-var Actions = []string{"write", "sysctl", "link", "gro", "channels", "xdp", "qdisc", "inject", "rps", "xps", "irq", "exec",
+var Actions = []string{"write", "sysctl", "link", "gro", "channels", "xdp", "qdisc", "napi", "inject", "rps", "xps", "irq", "exec",
 	"kselftest", "start", "stop", "sleep", "wait", "parallel"}
 
 // action names the one action a step has, or reports how many it has.
@@ -23,7 +23,7 @@ func (st *Step) actions() []string {
 		name string
 	}{
 		{st.Write != nil, "write"}, {st.Sysctl != nil, "sysctl"}, {st.Link != nil, "link"}, {st.GRO != nil, "gro"},
-		{st.Channels != nil, "channels"}, {st.XDP != nil, "xdp"}, {st.Qdisc != nil, "qdisc"}, {st.Inject != nil, "inject"}, {st.RPS != nil, "rps"}, {st.XPS != nil, "xps"},
+		{st.Channels != nil, "channels"}, {st.XDP != nil, "xdp"}, {st.Qdisc != nil, "qdisc"}, {st.NAPI != nil, "napi"}, {st.Inject != nil, "inject"}, {st.RPS != nil, "rps"}, {st.XPS != nil, "xps"},
 		{st.IRQ != nil, "irq"}, {st.Exec != nil, "exec"}, {len(st.Kselftest) > 0, "kselftest"}, {len(st.Start) > 0, "start"}, {len(st.Stop) > 0, "stop"},
 		{st.Sleep > 0, "sleep"}, {st.Wait != nil, "wait"}, {len(st.Parallel) > 0, "parallel"},
 	} {
@@ -114,6 +114,8 @@ func (k *checker) step(st *Step) {
 		}
 	case "qdisc":
 		k.qdisc(p, st.Qdisc)
+	case "napi":
+		k.napi(p, st.NAPI)
 	case "rps":
 		k.checkRef(p, st.RPS.Netns, st.RPS.Dev)
 		k.masks(p, st.RPS.CPUs, st.RPS.FlowCnt == nil)
@@ -249,7 +251,7 @@ func (k *checker) assert(a *Assert) {
 		m, err := results.ParseMetric(name)
 		if err != nil {
 			c.add(p, "%v", err)
-		} else if ns, ok := strings.CutPrefix(m.Source, results.QdiscPrefix); ok {
+		} else if ns, ok := results.SourceNetns(m.Source); ok {
 			k.checkNetns(p, ns)
 		}
 	}

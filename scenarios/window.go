@@ -137,7 +137,7 @@ func (s *Scenario) StepNames() map[string]*Step {
 
 // Value is what iteration i of a repeated step sets: the written value
 // (write, sysctl), up/down (link), on/off (gro), attach/detach (xdp), the
-// channel count or the RPS mask; "" for other actions. The runner performs
+// channel count, the RPS mask or the NAPIs' threaded mode; "" for other actions. The runner performs
 // exactly this, and each: assertions map it to an expected context.
 func (st *Step) Value(i int) string {
 	switch {
@@ -164,6 +164,8 @@ func (st *Step) Value(i int) string {
 		return strconv.Itoa(st.Channels.Values[i%len(st.Channels.Values)])
 	case st.RPS != nil && len(st.RPS.CPUs) > 0:
 		return st.RPS.CPUs[i%len(st.RPS.CPUs)]
+	case st.NAPI != nil && len(st.NAPI.Threaded) > 0:
+		return st.NAPI.Threaded[i%len(st.NAPI.Threaded)]
 	case st.Inject != nil:
 		if st.Inject.On != nil && *st.Inject.On || st.Inject.On == nil && i%2 == 1 {
 			return "on"

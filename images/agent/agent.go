@@ -139,6 +139,12 @@ func (a *agent) dispatch(m *wire.Message) (any, error) {
 			return nil, err
 		}
 		return nil, a.qdisc(q)
+	case wire.OpNAPI:
+		n, err := decode[wire.NAPI](m)
+		if err != nil {
+			return nil, err
+		}
+		return a.napi(n)
 	case wire.OpExec:
 		x, err := decode[wire.Exec](m)
 		if err != nil {

@@ -56,6 +56,10 @@ func (a *agent) read(src string) (string, error) {
 		return a.qdiscStats("")
 	case strings.HasPrefix(src, wire.PrefixQdisc):
 		return a.qdiscStats(strings.TrimPrefix(src, wire.PrefixQdisc))
+	case src == wire.SourceNAPI:
+		return a.napiStats("")
+	case strings.HasPrefix(src, wire.PrefixNAPI):
+		return a.napiStats(strings.TrimPrefix(src, wire.PrefixNAPI))
 	case strings.HasPrefix(src, wire.PrefixThreads):
 		return threads(strings.TrimPrefix(src, wire.PrefixThreads)), nil
 	case strings.HasPrefix(src, wire.PrefixTasks):

@@ -247,7 +247,16 @@ const (
 	PrefixNsFile    = "nsfile:"  // nsfile:<netns>:<path> -> contents
 	SourceQdisc     = "qdisc"    // the root namespace's qdiscs -> one line each (below)
 	PrefixQdisc     = "qdisc:"   // qdisc:<netns> -> the qdiscs of that namespace
+	SourceNAPI      = "napi"     // the root namespace's NAPIs (netdev napi-get) -> one line each (below)
+	PrefixNAPI      = "napi:"    // napi:<netns> -> the NAPIs of that namespace
 )
+
+// A napi source has one line per NAPI: the device, the NAPI's name (rx-<queue>
+// of the lowest RX queue it serves, else its id), then name/value pairs of
+// what napi-get reported; attributes the kernel did not send are left out
+// (irq without an IRQ, pid without a kthread, the settings on old kernels):
+//
+//	eth0 rx-0 id 8193 irq 27 pid 311 threaded 2 defer_hard_irqs 0 gro_flush_timeout 0 irq_suspend_timeout 0
 
 // A qdisc source has one line per qdisc: the device, the parent ("root" for
 // the device's root qdisc), the handle, the kind, then name/value pairs of
@@ -378,4 +387,25 @@ type Probe struct {
 type InjectArm struct {
 	Name string `json:"name"`
 	On   bool   `json:"on"`
+}
+
+// Threaded modes of a NAPI (enum netdev_napi_threaded).
+const (
+	NAPIThreadedDisabled = "disabled"
+	NAPIThreadedEnabled  = "enabled"
+	NAPIThreadedBusyPoll = "busy-poll" // the kthread busy polls (6.19)
+)
+
+// NAPI changes the settings of a device's NAPIs through the netdev generic
+// netlink family (napi-set); a nil field is left as it is.
+type NAPI struct {
+	Dev   string `json:"dev"`
+	Netns string `json:"netns,omitempty"`
+	// Queue selects the NAPI serving this RX queue; nil = every NAPI of Dev.
+	Queue *int `json:"queue,omitempty"`
+	// Threaded is NAPIThreadedDisabled, Enabled or BusyPoll; "" = leave.
+	Threaded          string  `json:"threaded,omitempty"`
+	DeferHardIRQs     *uint32 `json:"defer_hard_irqs,omitempty"`
+	GROFlushTimeout   *uint64 `json:"gro_flush_timeout,omitempty"`   // nanoseconds
+	IRQSuspendTimeout *uint64 `json:"irq_suspend_timeout,omitempty"` // nanoseconds
 }

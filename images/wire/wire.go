@@ -49,6 +49,7 @@ const (
 	OpArm      = "arm"      // InjectArm -> nothing
 	OpQdisc    = "qdisc"    // Qdisc -> nothing
 	OpKmemleak = "kmemleak" // nothing -> KmemleakReport (debug kernels)
+	OpNAPI     = "napi"     // NAPI -> []uint32 (the NAPI ids changed)
 )
 
 // Events sent by the agent on its own.
