@@ -35,7 +35,8 @@ func (t *timeline) startLoad(ctx context.Context, name string) error {
 		proto = "udp"
 	}
 	sink := wire.Load{Name: sinkName(name), Kind: kinds[0], Netns: l.SinkNetns, Addr: l.SinkAddr,
-		Port: l.To.Port, Size: l.Size, CPU: cpuOr(l.SinkCPU), BusyPoll: l.BusyPoll, Proto: proto}
+		Port: l.To.Port, Size: l.Size, CPU: cpuOr(l.SinkCPU), BusyPoll: l.BusyPoll, Proto: proto,
+		Policy: l.SinkPolicy, Priority: l.SinkPriority, Nice: l.SinkNice, RcvBuf: l.RcvBuf}
 	if err := t.ctl.call(ctx, wire.OpStart, sink, nil); err != nil {
 		return fmt.Errorf("start receiver of %s: %w", name, err)
 	}

@@ -136,6 +136,15 @@ type Load struct {
 	BusyPoll int `json:"busy_poll,omitempty"`
 	// Proto is udp or tcp for rr-server and rr-client.
 	Proto string `json:"proto,omitempty"`
+	// Policy, Priority and Nice set the scheduling of the load's threads
+	// as Sched does; empty leaves the agent's (SCHED_OTHER, nice 0).
+	Policy   string `json:"policy,omitempty"`
+	Priority int    `json:"priority,omitempty"`
+	Nice     *int   `json:"nice,omitempty"`
+	// RcvBuf sets a udp-sink's SO_RCVBUF with SO_RCVBUFFORCE, past
+	// net.core.rmem_max (the kernel doubles it); 0 asks for 4 MiB with
+	// SO_RCVBUF, which rmem_max caps.
+	RcvBuf int `json:"rcvbuf,omitempty"`
 }
 
 // LoadName names a running load.

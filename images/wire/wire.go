@@ -49,6 +49,7 @@ const (
 	OpArm      = "arm"      // InjectArm -> nothing
 	OpQdisc    = "qdisc"    // Qdisc -> nothing
 	OpKmemleak = "kmemleak" // nothing -> KmemleakReport (debug kernels)
+	OpSched    = "sched"    // Sched -> []Task (the tasks changed)
 )
 
 // Events sent by the agent on its own.
