@@ -75,5 +75,5 @@ const PerDatagramSuffix = " per datagram"
 // and sent; LatencyFigures are an rr load's percentiles in microseconds.
 var (
 	LoadFigures    = []string{"rx_pps", "sent_pps"}
-	LatencyFigures = []string{"p50_us", "p99_us", "p999_us"}
+	LatencyFigures = []string{"p50_us", "p90_us", "p99_us", "p999_us"}
 )
