@@ -70,12 +70,13 @@ func (l *load) pin() {
 
 // tune gives the calling thread the load's CPU (if any), policy and nice.
 func (l *load) tune() error {
+	x := wire.Sched{Policy: l.spec.Policy, Priority: l.spec.Priority, Nice: l.spec.Nice}
 	var set *unix.CPUSet
 	if l.spec.CPU >= 0 {
 		set = new(unix.CPUSet)
 		set.Set(l.spec.CPU)
+		x.CPUs = strconv.Itoa(l.spec.CPU)
 	}
-	x := wire.Sched{CPUs: strconv.Itoa(l.spec.CPU), Policy: l.spec.Policy, Priority: l.spec.Priority, Nice: l.spec.Nice}
 	if err := checkSched(x); err != nil {
 		return err
 	}
