@@ -82,6 +82,8 @@ func (t *timeline) action(ctx context.Context, st *scenarios.Step, i int) error 
 		}
 	case st.IRQ != nil:
 		return t.ctl.call(ctx, wire.OpIRQ, wire.IRQAffinity{Match: st.IRQ.Match, CPUs: st.IRQ.CPUs}, nil)
+	case st.Sched != nil:
+		return t.sched(ctx, st.Sched)
 	case st.Exec != nil:
 		return t.exec(ctx, st, i+1)
 	case st.Wait != nil:

@@ -60,6 +60,7 @@ func (t *timeline) figures(cpus int) map[string]float64 {
 		if l.Latency != nil && l.Latency.Count > 0 {
 			out[l.Name+".p5_us"] = l.Latency.P5
 			out[l.Name+".p50_us"] = l.Latency.P50
+			out[l.Name+".p90_us"] = l.Latency.P90
 			out[l.Name+".p95_us"] = l.Latency.P95
 			out[l.Name+".p99_us"] = l.Latency.P99
 			out[l.Name+".p999_us"] = l.Latency.P999

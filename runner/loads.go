@@ -68,7 +68,8 @@ func (t *timeline) startLoad(ctx context.Context, name string) error {
 		kinds, xsk = xskKinds[l.XSK.Mode], xskOptions(l)
 	}
 	sink := wire.Load{Name: sinkName(name), Kind: kinds[0], Netns: l.SinkNetns, Addr: l.SinkAddr,
-		Port: l.To.Port, Size: l.Size, CPU: cpuOr(l.SinkCPU), BusyPoll: l.BusyPoll, Proto: proto, XSK: xsk}
+		Port: l.To.Port, Size: l.Size, CPU: cpuOr(l.SinkCPU), BusyPoll: l.BusyPoll, Proto: proto, XSK: xsk,
+		Policy: l.SinkPolicy, Priority: l.SinkPriority, Nice: l.SinkNice, RcvBuf: l.RcvBuf}
 
 	if err := t.ctl.call(ctx, wire.OpStart, sink, nil); err != nil {
 		return fmt.Errorf("start receiver of %s: %w", name, err)

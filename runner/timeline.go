@@ -223,6 +223,8 @@ func stepName(st *scenarios.Step) string {
 		return "sleep " + st.Sleep.D().String()
 	case st.Parallel != nil:
 		return "parallel"
+	case st.Sched != nil:
+		return "sched " + st.Sched.Task
 	}
 	return st.Action()
 }

@@ -83,7 +83,8 @@ func (r *run) finish(err error) {
 // operation the kernel refused with an errno, a program in the guest that
 // exited non-zero, a wait whose condition never held. Anything else (the
 // agent's own faults, send or decode failures, timeouts without a hang) is
-// the lab's.
+// the lab's. A sched step that found too few tasks counts as a wait that
+// never held.
 func (r *run) classify(err error) (reason string, kernel bool) {
 	var hang *hangError
 	var se *stepError
@@ -91,6 +92,7 @@ func (r *run) classify(err error) (reason string, kernel bool) {
 	var be *bootError
 	var xe *exitError
 	var we *waitError
+	var fe *tooFewError
 	switch {
 	case errors.As(err, &hang):
 		if r.res.Hang == nil {
@@ -102,7 +104,7 @@ func (r *run) classify(err error) (reason string, kernel bool) {
 			return fmt.Sprintf("the guest died during step %q (line %d)", se.step, se.line), true
 		}
 		return "the guest died: " + err.Error(), true
-	case errors.As(err, &be), errors.As(err, &xe), errors.As(err, &we):
+	case errors.As(err, &be), errors.As(err, &xe), errors.As(err, &we), errors.As(err, &fe):
 		return err.Error(), true
 	case errors.As(err, &ge) && ge.kernelRefused():
 		return err.Error(), true

@@ -72,6 +72,8 @@ func TestVerdictTable(t *testing.T) {
 			verdict: results.Fail, reason: "ip exited 2"},
 		{name: "a wait that did not hold", err: step(&waitError{timeout: time.Second, last: "0 napi/* threads"}), console: "x\n",
 			verdict: results.Fail, reason: "condition not met"},
+		{name: "a sched step that found too few tasks", err: step(&tooFewError{task: "napi/", want: 1}), console: "x\n",
+			verdict: results.Fail, reason: "0 tasks named napi/* changed, want at least 1"},
 		{name: "the guest died", err: step(errAgentGone), console: "x\n", exited: true, verdict: results.Fail, reason: "the guest died during step"},
 		{name: "a boot that started and died", err: &bootError{"the guest stopped before the agent was ready"}, console: "Linux version 6.1\n", exited: true,
 			verdict: results.Fail, reason: "the kernel did not boot"},

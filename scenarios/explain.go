@@ -136,6 +136,12 @@ func pin(l *Load) string {
 	if l.BusyPoll > 0 {
 		parts = append(parts, fmt.Sprintf("sink busy-polls %dus", l.BusyPoll))
 	}
+	if w := schedWords(l.SinkPolicy, l.SinkPriority, l.SinkNice); len(w) > 0 {
+		parts = append(parts, "sink "+strings.Join(w, " "))
+	}
+	if l.RcvBuf > 0 {
+		parts = append(parts, fmt.Sprintf("sink SO_RCVBUF %d bytes", l.RcvBuf))
+	}
 	if len(parts) == 0 {
 		return ""
 	}
@@ -235,6 +241,8 @@ func describe(st *Step) (time.Duration, string) {
 		return 0, fmt.Sprintf("xps_cpus of %s tx queues %v = %s", st.XPS.Dev, queuesOr(st.XPS.Queues), strings.Join(st.XPS.CPUs, ", then "))
 	case st.IRQ != nil:
 		return 0, fmt.Sprintf("pin IRQs matching %q to cpus %s", st.IRQ.Match, st.IRQ.CPUs)
+	case st.Sched != nil:
+		return 0, explainSched(st.Sched)
 	case st.Inject != nil:
 		switch {
 		case st.Inject.On == nil:

@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -108,9 +107,7 @@ func TestExplain(t *testing.T) {
 // TestExplainShipped checks that every shipped scenario explains every step
 // and assertion.
 func TestExplainShipped(t *testing.T) {
-	files, _ := filepath.Glob("*.yaml")
-	ab, _ := filepath.Glob("ab/*.yaml")
-	for _, f := range append(files, ab...) {
+	for _, f := range shippedFiles() {
 		s, err := Open(f, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -76,5 +76,5 @@ const PerDatagramSuffix = " per datagram"
 // microseconds.
 var (
 	LoadFigures    = []string{"rx_pps", "sent_pps"}
-	LatencyFigures = []string{"p5_us", "p50_us", "p95_us", "p99_us", "p999_us"}
+	LatencyFigures = []string{"p5_us", "p50_us", "p90_us", "p95_us", "p99_us", "p999_us"}
 )

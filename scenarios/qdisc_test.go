@@ -80,7 +80,7 @@ func TestQdiscStepErrors(t *testing.T) {
 		{"kind of the wrong shape", "  - qdisc: {dev: eth0, kind: {a: b}}\n",
 			"x.yaml:8:30: a mapping in kind: want a string or a list, got a mapping"},
 		{"two actions", "  - {qdisc: {dev: eth0, kind: pfifo}, sleep: 1s}\n",
-			"x.yaml:8:5: a step needs exactly one action (write, sysctl, link, gro, channels, xdp, qdisc, napi, inject, rps, xps, irq, exec, kselftest, start, stop, sleep, wait, parallel), got 2: qdisc, sleep"},
+			"x.yaml:8:5: a step needs exactly one action (write, sysctl, link, gro, channels, xdp, qdisc, napi, inject, rps, xps, irq, sched, exec, kselftest, start, stop, sleep, wait, parallel), got 2: qdisc, sleep"},
 		{"sampler in an undeclared netns", "samplers:\n  - {source: \"qdisc:b\", every: 100ms}\n",
 			`x.yaml:9:5: netns "b" is not declared under topology.netns`},
 		{"metric in an undeclared netns", "asserts:\n  - grows: {metric: qdisc.b/vtx.requeues}\n",

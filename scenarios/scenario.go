@@ -146,6 +146,16 @@ type Load struct {
 
 	// XSK configures a kind: xsk load's AF_XDP receiver.
 	XSK *XSK `yaml:"xsk"`
+
+	// SinkPolicy, SinkPriority and SinkNice schedule the receiver's threads
+	// as a sched step would (policy other, batch, idle, fifo or rr).
+	SinkPolicy   string `yaml:"sink_policy" jsonschema:"enum=other,enum=batch,enum=idle,enum=fifo,enum=rr"`
+	SinkPriority int    `yaml:"sink_priority" jsonschema:"minimum=0,maximum=99"`
+	SinkNice     *int   `yaml:"sink_nice" jsonschema:"minimum=-20,maximum=19"`
+	// RcvBuf is the udp receiver's SO_RCVBUF in bytes, set past
+	// net.core.rmem_max (the kernel doubles it); 0 keeps the lab's default
+	// (4 MiB asked with SO_RCVBUF, which net.core.rmem_max caps).
+	RcvBuf int `yaml:"rcvbuf" jsonschema:"minimum=0"`
 }
 
 // Endpoint is where traffic comes from or goes to.
@@ -189,6 +199,7 @@ type Step struct {
 	XPS      *XPS        `yaml:"xps"`
 	Sysctl   *Sysctl     `yaml:"sysctl"`
 	IRQ      *IRQ        `yaml:"irq"`
+	Sched    *Sched      `yaml:"sched"`
 	Exec     *Exec       `yaml:"exec"`
 	// Kselftest runs upstream selftests ("net:veth.sh") in order with the
 	// kselftest runner; the scenario then boots the Debian image.
@@ -295,6 +306,20 @@ type Sysctl struct {
 type IRQ struct {
 	Match string `yaml:"match"` // regexp, e.g. virtio.-input.0
 	CPUs  string `yaml:"cpus"`  // smp_affinity_list: "1", "0-1"
+}
+
+// Sched tunes every task (threads included) whose comm starts with Task:
+// affinity, scheduling policy and priority, nice. Fewer matches than Min
+// fails the step.
+type Sched struct {
+	// Task is a comm prefix (napi/eth0-, ksoftirqd/); comms are cut to 15
+	// characters, so match by prefix.
+	Task     string `yaml:"task"`
+	CPUs     string `yaml:"cpus"`                                                                  // affinity list: "1", "0-1"
+	Policy   string `yaml:"policy" jsonschema:"enum=other,enum=batch,enum=idle,enum=fifo,enum=rr"` // other, batch, idle, fifo or rr
+	Priority int    `yaml:"priority" jsonschema:"minimum=0,maximum=99"`                            // real-time priority 1-99, fifo and rr only
+	Nice     *int   `yaml:"nice" jsonschema:"minimum=-20,maximum=19"`                              // -20..19, other and batch only
+	Min      *int   `yaml:"min" jsonschema:"minimum=0"`                                            // tasks that must match, default 1; 0 allows none
 }
 
 // Exec runs a program from the guest image in a namespace; a non-zero exit fails the step.

@@ -10,12 +10,25 @@ import (
 	"time"
 )
 
+// shippedDirs are the folders of shipped scenarios, from this package.
+var shippedDirs = []string{".", "ab", "perf", "seeds"}
+
+// shippedFiles lists every shipped scenario.
+func shippedFiles() []string {
+	var files []string
+	for _, dir := range shippedDirs {
+		f, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		files = append(files, f...)
+	}
+	return files
+}
+
 func TestShippedScenariosParse(t *testing.T) {
-	files, _ := filepath.Glob("*.yaml")
-	ab, _ := filepath.Glob("ab/*.yaml")
-	files = append(files, ab...)
-	if len(files) == 0 {
-		t.Fatal("no shipped scenarios")
+	files := shippedFiles()
+	for _, dir := range shippedDirs {
+		if f, _ := filepath.Glob(filepath.Join(dir, "*.yaml")); len(f) == 0 {
+			t.Errorf("no shipped scenarios in %s", dir)
+		}
 	}
 	for _, f := range files {
 		if _, err := Open(f, nil); err != nil {
@@ -126,7 +139,7 @@ func TestSchema(t *testing.T) {
 	if !ok {
 		t.Fatalf("no Step definition in %s", b)
 	}
-	for _, k := range []string{"write", "every", "jitter", "parallel", "xdp", "qdisc", "wait"} {
+	for _, k := range []string{"write", "every", "jitter", "parallel", "xdp", "qdisc", "sched", "wait"} {
 		if _, ok := step.Properties[k]; !ok {
 			t.Errorf("Step lacks %q", k)
 		}

@@ -302,6 +302,7 @@ func (k *checker) load(l *Load) {
 			c.add(p, "load %s: cpu %d: the machine has %d cpus", l.Name, *cpu, k.s.Machine.CPUs)
 		}
 	}
+	k.sinkSched(l)
 	switch {
 	case l.To.NIC != "":
 		n, ok := k.nics[l.To.NIC]

@@ -12,7 +12,7 @@ import (
 )
 
 // Actions lists the step kinds, for messages and documentation.
-var Actions = []string{"write", "sysctl", "link", "gro", "channels", "xdp", "qdisc", "napi", "inject", "rps", "xps", "irq", "exec",
+var Actions = []string{"write", "sysctl", "link", "gro", "channels", "xdp", "qdisc", "napi", "inject", "rps", "xps", "irq", "sched", "exec",
 	"kselftest", "start", "stop", "sleep", "wait", "parallel"}
 
 // action names the one action a step has, or reports how many it has.
@@ -24,7 +24,7 @@ func (st *Step) actions() []string {
 	}{
 		{st.Write != nil, "write"}, {st.Sysctl != nil, "sysctl"}, {st.Link != nil, "link"}, {st.GRO != nil, "gro"},
 		{st.Channels != nil, "channels"}, {st.XDP != nil, "xdp"}, {st.Qdisc != nil, "qdisc"}, {st.NAPI != nil, "napi"}, {st.Inject != nil, "inject"}, {st.RPS != nil, "rps"}, {st.XPS != nil, "xps"},
-		{st.IRQ != nil, "irq"}, {st.Exec != nil, "exec"}, {len(st.Kselftest) > 0, "kselftest"}, {len(st.Start) > 0, "start"}, {len(st.Stop) > 0, "stop"},
+		{st.IRQ != nil, "irq"}, {st.Sched != nil, "sched"}, {st.Exec != nil, "exec"}, {len(st.Kselftest) > 0, "kselftest"}, {len(st.Start) > 0, "start"}, {len(st.Stop) > 0, "stop"},
 		{st.Sleep > 0, "sleep"}, {st.Wait != nil, "wait"}, {len(st.Parallel) > 0, "parallel"},
 	} {
 		if a.set {
@@ -129,6 +129,8 @@ func (k *checker) step(st *Step) {
 		if !cpuList(st.IRQ.CPUs) {
 			c.add(p, "irq cpus %q: want a CPU list like 1 or 0-1 below %d", st.IRQ.CPUs, k.s.Machine.CPUs)
 		}
+	case "sched":
+		k.sched(p, st.Sched)
 	case "exec":
 		k.checkNetns(p, st.Exec.Netns)
 		if len(st.Exec.Argv) == 0 {

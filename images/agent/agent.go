@@ -157,6 +157,12 @@ func (a *agent) dispatch(m *wire.Message) (any, error) {
 			return nil, err
 		}
 		return pinIRQs(x)
+	case wire.OpSched:
+		x, err := decode[wire.Sched](m)
+		if err != nil {
+			return nil, err
+		}
+		return schedTasks("/proc", x)
 	case wire.OpKmemleak:
 		return kmemleak()
 	case wire.OpPoweroff:

@@ -107,12 +107,13 @@ func (a *agent) startLoad(s wire.Load) error {
 			case wire.LoadUDPSink:
 				c, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(s.Addr), Port: s.Port})
 				if err == nil {
-					c.SetReadBuffer(4 << 20)
-					if s.BusyPoll > 0 {
-						if err = setBusyPoll(c, s.BusyPoll); err != nil {
-							c.Close()
-						}
-					}
+					err = setRcvBuf(c, s.RcvBuf)
+				}
+				if err == nil && s.BusyPoll > 0 {
+					err = setBusyPoll(c, s.BusyPoll)
+				}
+				if err != nil && c != nil {
+					c.Close()
 				}
 			case wire.LoadUDPSend:
 				c, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.ParseIP(s.Addr), Port: s.Port})
@@ -139,23 +140,52 @@ func (a *agent) startLoad(s wire.Load) error {
 			c.Close()
 		}
 	}()
+	// The thread is tuned before the start returns: a CPU, policy or nice
+	// the kernel refuses fails the start with its errno.
+	tuned := make(chan error, 1)
 	go func() {
 		defer close(l.done)
-		runtime.LockOSThread()
-		if s.CPU >= 0 {
-			var set unix.CPUSet
-			set.Set(s.CPU)
-			if err := unix.SchedSetaffinity(0, &set); err != nil {
-				logf("load %s: pin to cpu %d: %v", s.Name, s.CPU, err)
-			}
-		}
-		if s.Kind == wire.LoadUDPSink {
+		runtime.LockOSThread() // for good: a tuned thread exits with the load
+		err := l.tune()
+		tuned <- err
+		switch {
+		case err != nil:
+		case s.Kind == wire.LoadUDPSink:
 			l.sink(ctx, conns[0])
-		} else {
+		default:
 			l.send(ctx, conns)
 		}
 	}()
+	if err := <-tuned; err != nil {
+		cancel()
+		<-l.done
+		return fmt.Errorf("load %s: %w", s.Name, err)
+	}
 	a.loads[s.Name] = l
+	return nil
+}
+
+// setRcvBuf sizes c's receive buffer: bytes with SO_RCVBUFFORCE (past
+// net.core.rmem_max; the kernel doubles it for its overhead), or with 0 the
+// lab's default, 4 MiB asked with SO_RCVBUF, which rmem_max caps.
+func setRcvBuf(c *net.UDPConn, bytes int) error {
+	if bytes == 0 {
+		c.SetReadBuffer(4 << 20)
+		return nil
+	}
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, bytes)
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("set SO_RCVBUFFORCE %d: %w", bytes, serr)
+	}
 	return nil
 }
 

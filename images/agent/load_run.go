@@ -54,19 +54,34 @@ func (l *load) spawn(fn func()) {
 	})
 }
 
-// pin locks the calling goroutine to its thread and the thread to the load's
-// CPU for good: the thread exits with the goroutine. CPU < 0 pins nothing
-// (the udp kinds lock their thread even then).
+// pin locks the calling goroutine to its thread for good, so that the
+// thread exits with the goroutine, and gives the thread the load's CPU and
+// scheduling; a load with neither is left alone (the udp kinds lock their
+// thread even then). A refusal is logged: these goroutines start after the
+// load did.
 func (l *load) pin() {
-	if l.spec.CPU < 0 {
+	if l.spec.CPU < 0 && l.spec.Policy == "" && l.spec.Nice == nil {
 		return
 	}
 	runtime.LockOSThread()
-	var set unix.CPUSet
-	set.Set(l.spec.CPU)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		logf("load %s: pin to cpu %d: %v", l.spec.Name, l.spec.CPU, err)
+	if err := l.tune(); err != nil {
+		logf("load %s: %v", l.spec.Name, err)
 	}
+}
+
+// tune gives the calling thread the load's CPU (if any), policy and nice.
+func (l *load) tune() error {
+	x := wire.Sched{Policy: l.spec.Policy, Priority: l.spec.Priority, Nice: l.spec.Nice}
+	var set *unix.CPUSet
+	if l.spec.CPU >= 0 {
+		set = new(unix.CPUSet)
+		set.Set(l.spec.CPU)
+		x.CPUs = strconv.Itoa(l.spec.CPU)
+	}
+	if err := checkSched(x); err != nil {
+		return err
+	}
+	return tune(0, x, set)
 }
 
 // listen opens a TCP listener on the load's address inside its netns.

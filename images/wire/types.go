@@ -140,6 +140,15 @@ type Load struct {
 	// XSK configures an xsk load; Addr and Port pick the UDP datagrams its
 	// XDP program redirects (Addr is not checked, Port is).
 	XSK *XSK `json:"xsk,omitempty"`
+	// Policy, Priority and Nice set the scheduling of the load's threads
+	// as Sched does; empty leaves the agent's (SCHED_OTHER, nice 0).
+	Policy   string `json:"policy,omitempty"`
+	Priority int    `json:"priority,omitempty"`
+	Nice     *int   `json:"nice,omitempty"`
+	// RcvBuf sets a udp-sink's SO_RCVBUF with SO_RCVBUFFORCE, past
+	// net.core.rmem_max (the kernel doubles it); 0 asks for 4 MiB with
+	// SO_RCVBUF, which rmem_max caps.
+	RcvBuf int `json:"rcvbuf,omitempty"`
 }
 
 // XSK modes and receive styles.

@@ -50,6 +50,7 @@ const (
 	OpQdisc    = "qdisc"    // Qdisc -> nothing
 	OpKmemleak = "kmemleak" // nothing -> KmemleakReport (debug kernels)
 	OpNAPI     = "napi"     // NAPI -> []uint32 (the NAPI ids changed)
+	OpSched    = "sched"    // Sched -> []Task (the tasks changed)
 )
 
 // Events sent by the agent on its own.
