@@ -8,9 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"napilab/internal/procgroup"
 )
 
 // composeN publishes n composed images over one rootfs, oldest first.
@@ -76,8 +77,7 @@ func TestPruneSkipsImageHeldByAnotherProcess(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	holder := exec.CommandContext(ctx, "flock", "--shared", paths[0], "-c", "echo held; exec sleep 30")
-	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	holder.Cancel = func() error { return syscall.Kill(-holder.Process.Pid, syscall.SIGKILL) }
+	procgroup.Set(holder, procgroup.KillOnCancel(5*time.Second))
 	out, err := holder.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

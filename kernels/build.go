@@ -89,6 +89,8 @@ type builder struct {
 	jobs     int
 	progress func(Progress)
 	start    time.Time
+	// total is the compile's estimated object count, 0 when unknown.
+	total int
 	// plan, when set, makes this variant build on a copy of its base's build.
 	plan *reusePlan
 	// marker describes the patched source, when the spec has patches.
@@ -265,6 +267,6 @@ func (b *builder) hit(a *Artifact) *Artifact {
 // report sends a progress report if the caller asked for them.
 func (b *builder) report(phase string, objects int, line string) {
 	if b.progress != nil {
-		b.progress(Progress{Spec: b.spec.Name, Phase: phase, Objects: objects, Elapsed: time.Since(b.start), Line: line})
+		b.progress(Progress{Spec: b.spec.Name, Phase: phase, Objects: objects, Total: b.total, Elapsed: time.Since(b.start), Line: line})
 	}
 }

@@ -9,11 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"napilab/internal/procgroup"
 	"napilab/kernels/sandbox"
 )
 
@@ -44,9 +42,7 @@ type command struct {
 func run(ctx context.Context, c command, onLine func(string)) ([]string, error) {
 	cmd := exec.CommandContext(ctx, c.argv[0], c.argv[1:]...)
 	cmd.Dir, cmd.Env = c.dir, c.env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = waitDelay
+	procgroup.Set(cmd, procgroup.KillOnCancel(waitDelay))
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("failed to create pipe: %w", err)
@@ -65,13 +61,7 @@ func run(ctx context.Context, c command, onLine func(string)) ([]string, error) 
 	}
 	waited := make(chan error, 1)
 	go func() {
-		// Stragglers in the group would hold the pipe open forever: kill
-		// the group once the leader exited but before it is reaped, while
-		// its pid (the group's id) cannot have been reused.
-		var info unix.Siginfo
-		for unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
-		}
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		procgroup.KillStragglers(cmd) // they would hold the pipe open
 		waited <- wait()
 	}()
 	t := newTail(tailLines)

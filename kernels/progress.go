@@ -1,6 +1,9 @@
 package kernels
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -32,6 +35,9 @@ type Progress struct {
 	Phase string
 	// Objects counts the objects compiled so far (kbuild "CC"/"AS" lines for .o files).
 	Objects int
+	// Total estimates how many objects the compile phase compiles in all,
+	// from earlier builds of the spec (see estimateObjects); 0 when unknown.
+	Total int
 	// Elapsed is the time since Build started.
 	Elapsed time.Duration
 	// Line is the output line that triggered the report, if any.
@@ -71,6 +77,36 @@ func isLinkStep(tag, target string) bool {
 		return strings.HasPrefix(target, "arch/x86/boot/")
 	}
 	return false
+}
+
+// estimateObjects estimates how many objects make bzImage compiles in the
+// work dir of the spec named name. A work dir holding a linked vmlinux has
+// been built before: make recompiles only what changed, which no earlier
+// count predicts, so the estimate is 0 (unknown). Otherwise make compiles
+// every object, and the estimate is the most objects any published build of
+// the spec compiled (build.json's objects): a build from scratch compiles
+// them all, an incremental one fewer. 0 when the spec was never built.
+func estimateObjects(l layout, name, work string) int {
+	if _, err := os.Lstat(filepath.Join(work, "vmlinux")); err == nil {
+		return 0
+	}
+	ents, err := os.ReadDir(l.kernelsDir())
+	if err != nil {
+		return 0
+	}
+	most := 0
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), name+"-") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(l.kernelsDir(), e.Name(), buildInfoFile))
+		var info BuildInfo
+		if err != nil || json.Unmarshal(data, &info) != nil || info.Spec != name {
+			continue
+		}
+		most = max(most, info.Objects)
+	}
+	return most
 }
 
 // tail keeps the last n lines written to it.

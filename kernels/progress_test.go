@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -69,5 +71,59 @@ func TestTail(t *testing.T) {
 	}
 	if got, want := tl.get(), []string{"5", "6", "7"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("tail = %q, want %q", got, want)
+	}
+}
+
+func TestEstimateObjects(t *testing.T) {
+	// artifact writes a published build's build.json under kernels/.
+	artifact := func(t *testing.T, l layout, dir, spec string, objects int) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(l.kernelsDir(), dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeJSON(filepath.Join(l.kernelsDir(), dir, buildInfoFile), BuildInfo{Spec: spec, Objects: objects}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, l layout, work string)
+		want  int
+	}{
+		{"never built", func(*testing.T, layout, string) {}, 0},
+		{"largest build of the spec", func(t *testing.T, l layout, _ string) {
+			artifact(t, l, "stock-0123456789abcdef", "stock", 1202)
+			artifact(t, l, "stock-fedcba9876543210", "stock", 40) // an incremental rebuild
+			artifact(t, l, "other-0123456789abcdef", "other", 5000)
+			artifact(t, l, "stock-x-0123456789abcdef", "stock-x", 9000) // shares the prefix only
+		}, 1202},
+		{"damaged build.json skipped", func(t *testing.T, l layout, _ string) {
+			artifact(t, l, "stock-0123456789abcdef", "stock", 1202)
+			if err := os.MkdirAll(filepath.Join(l.kernelsDir(), "stock-1111111111111111"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(l.kernelsDir(), "stock-1111111111111111", buildInfoFile), []byte("{"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, 1202},
+		{"work dir already linked: incremental", func(t *testing.T, l layout, work string) {
+			artifact(t, l, "stock-0123456789abcdef", "stock", 1202)
+			if err := os.WriteFile(filepath.Join(work, "vmlinux"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := layout{t.TempDir()}
+			work := l.workDir("stock")
+			if err := os.MkdirAll(work, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			tc.setup(t, l, work)
+			if got := estimateObjects(l, "stock", work); got != tc.want {
+				t.Errorf("estimateObjects = %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -65,7 +64,7 @@ func (g *globalOptions) cache() string {
 }
 
 // buildKernel loads a spec and builds it, reporting progress to stderr.
-func buildKernel(ctx context.Context, g *globalOptions, path string, jobs int, progress func(kernels.Progress)) (*kernels.Artifact, *kernels.Spec, error) {
+func buildKernel(ctx context.Context, g *globalOptions, path string, jobs int, progress *progressPrinter) (*kernels.Artifact, *kernels.Spec, error) {
 	return buildKernelFor(ctx, g, path, kernels.Flavour{}, kernels.Options{Jobs: jobs}, progress)
 }
 
@@ -74,8 +73,9 @@ const flavourUsage = "build flavour: debug (KASAN, lockdep, UBSAN, kmemleak), ks
 
 // buildKernelFor builds the spec at path as flavour fl (the zero Flavour:
 // the spec as it is).
-// opts gives make's -j and CacheOnly; the cache and progress are set here.
-func buildKernelFor(ctx context.Context, g *globalOptions, path string, fl kernels.Flavour, opts kernels.Options, progress func(kernels.Progress)) (*kernels.Artifact, *kernels.Spec, error) {
+// opts gives make's -j and CacheOnly; the cache and progress (nil: none)
+// are set here.
+func buildKernelFor(ctx context.Context, g *globalOptions, path string, fl kernels.Flavour, opts kernels.Options, progress *progressPrinter) (*kernels.Artifact, *kernels.Spec, error) {
 	spec, err := kernels.LoadSpec(path)
 	if err != nil {
 		return nil, nil, err
@@ -87,8 +87,12 @@ func buildKernelFor(ctx context.Context, g *globalOptions, path string, fl kerne
 	}
 	spec = spec.Flavoured(fl)
 	start := time.Now()
-	opts.CacheDir, opts.Progress = g.cache(), progress
+	opts.CacheDir = g.cache()
+	if progress != nil {
+		opts.Progress = progress.report
+	}
 	a, err := kernels.Build(ctx, spec, opts)
+	progress.end()
 	if err != nil {
 		return nil, nil, fmt.Errorf("kernel %s: %w", spec.Name, err)
 	}
@@ -101,22 +105,6 @@ func buildKernelFor(ctx context.Context, g *globalOptions, path string, fl kerne
 		fmt.Fprintf(os.Stderr, "kernel %s: %d kselftest config settings not met (see %s/build.json)\n", spec.Name, n, a.Dir)
 	}
 	return a, spec, nil
-}
-
-// progressWriter prints a build's progress at most once a second.
-func progressWriter(w io.Writer, quiet bool) func(kernels.Progress) {
-	if quiet {
-		return nil
-	}
-	var last time.Time
-	var phase string
-	return func(p kernels.Progress) {
-		if p.Phase == kernels.PhaseDone || p.Phase == phase && time.Since(last) < time.Second {
-			return
-		}
-		last, phase = time.Now(), p.Phase
-		fmt.Fprintf(w, "  %-8s %5d objects  %6.1fs\n", p.Phase, p.Objects, p.Elapsed.Seconds())
-	}
 }
 
 // guestConfig is the part of a run's configuration that comes from the built

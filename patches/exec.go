@@ -8,9 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
+	"napilab/internal/procgroup"
 	"napilab/kernels/sandbox"
 )
 
@@ -37,9 +37,7 @@ func run(ctx context.Context, dir string, stdin []byte, jailed bool, argv ...str
 	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = waitDelay
+	procgroup.Set(cmd, procgroup.KillOnCancel(waitDelay))
 	err := start(cmd, dir, jailed)
 	if ctx.Err() != nil {
 		return out.String(), -1, fmt.Errorf("%s interrupted: %w", argv[0], ctx.Err())

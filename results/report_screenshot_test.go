@@ -9,9 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
+
+	"napilab/internal/procgroup"
 )
 
 // reportChromium returns the headless browser on PATH, or "".
@@ -37,9 +38,7 @@ func reportScreenshot(t *testing.T, bin, page string, w, h int) []byte {
 		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--hide-scrollbars", "--user-data-dir="+filepath.Join(dir, "profile"), "--screenshot="+shot,
 		"--window-size="+strconv.Itoa(w)+","+strconv.Itoa(h), "file://"+page)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
+	procgroup.Set(cmd, procgroup.KillOnCancel(5*time.Second))
 	out, err := cmd.CombinedOutput()
 	b, readErr := os.ReadFile(shot)
 	if err != nil || readErr != nil {

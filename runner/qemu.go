@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"napilab/images/wire"
+	"napilab/internal/procgroup"
 	"napilab/kernels/sandbox"
 )
 
@@ -160,7 +161,7 @@ type vm struct {
 // its: see run.do).
 func (q *QEMU) start(w io.Writer) (*vm, error) {
 	cmd := exec.Command(q.binary(), q.Args()...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	procgroup.Set(cmd)
 	for _, n := range q.NICs {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, n.Queues...)
 	}
@@ -235,11 +236,7 @@ func (v *vm) stop(grace time.Duration) {
 		return
 	case <-time.After(grace):
 	}
-	if v.cmd.SysProcAttr.Setpgid {
-		syscall.Kill(-v.cmd.Process.Pid, syscall.SIGKILL)
-	} else {
-		v.cmd.Process.Kill()
-	}
+	procgroup.Kill(v.cmd) // QEMU alone when interactive: it leads no group
 	<-v.done
 }
 

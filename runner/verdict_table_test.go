@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"napilab/images/wire"
+	"napilab/internal/procgroup"
 	"napilab/results"
 )
 
@@ -24,7 +25,7 @@ func fakeVM(t *testing.T, log string, exited bool) *vm {
 		argv = []string{"true"}
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	procgroup.Set(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -10,12 +10,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"napilab/images/wire"
+	"napilab/internal/procgroup"
 )
 
 // execWaitDelay is how long output may stay open after the program exits (a
@@ -54,9 +52,8 @@ func (a *agent) exec(x wire.Exec) (*wire.ExecResult, error) {
 		cmd.Dir = x.Dir
 	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return unix.Kill(-cmd.Process.Pid, unix.SIGKILL) }
-	cmd.WaitDelay = execWaitDelay
+	// No Pdeathsig: the netns thread that forks it may be retired first.
+	procgroup.Set(cmd, procgroup.KillOnCancel(execWaitDelay), procgroup.WithoutPdeathsig())
 	// The child is forked from the locked thread and so starts in its netns.
 	if err := a.ns.in(x.Netns, func() error { return kids.start(cmd, cmd.Start) }); err != nil {
 		// Not the program's doing: an agent fault (%v drops the errno).

@@ -80,10 +80,17 @@ func (a *agent) rawSocket(s wire.Load, proto string, listener bool, recvTimeout 
 	return fd, nil
 }
 
+// setTimeouts sets fd's receive timeout to recv and its send timeout to
+// rawSendTimeout.
 func setTimeouts(fd int, recv time.Duration) error {
 	rtv, stv := unix.NsecToTimeval(recv.Nanoseconds()), unix.NsecToTimeval(rawSendTimeout.Nanoseconds())
-	return errors.Join(unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &rtv),
-		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &stv))
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &rtv); err != nil {
+		return fmt.Errorf("failed to set SO_RCVTIMEO: %w", err)
+	}
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &stv); err != nil {
+		return fmt.Errorf("failed to set SO_SNDTIMEO: %w", err)
+	}
+	return nil
 }
 
 // again reports a blocking call that timed out or met a signal (calls on a
