@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"napilab/internal/procgroup"
+	"napilab/kernels/procgroup"
 )
 
 // composeN publishes n composed images over one rootfs, oldest first.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"napilab/internal/procgroup"
+	"napilab/kernels/procgroup"
 	"napilab/kernels/sandbox"
 )
 

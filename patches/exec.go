@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"napilab/internal/procgroup"
+	"napilab/kernels/procgroup"
 	"napilab/kernels/sandbox"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"napilab/internal/procgroup"
+	"napilab/kernels/procgroup"
 )
 
 // reportChromium returns the headless browser on PATH, or "".

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"napilab/images/wire"
-	"napilab/internal/procgroup"
+	"napilab/kernels/procgroup"
 	"napilab/kernels/sandbox"
 )
 

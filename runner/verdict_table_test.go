@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"napilab/images/wire"
-	"napilab/internal/procgroup"
+	"napilab/kernels/procgroup"
 	"napilab/results"
 )
 

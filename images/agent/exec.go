@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"napilab/images/wire"
-	"napilab/internal/procgroup"
+	"napilab/kernels/procgroup"
 )
 
 // execWaitDelay is how long output may stay open after the program exits (a
