@@ -7,8 +7,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"sync"
+	"syscall"
 
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
