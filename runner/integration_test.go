@@ -117,7 +117,12 @@ func TestShippedScenarios(t *testing.T) {
 	if len(files) < 5 {
 		t.Fatalf("%d shipped scenarios, want the five families", len(files))
 	}
-	for _, f := range files {
+	// The seed experiments too: their loads (xsk, sched'd receivers) on a real guest.
+	seeds, _ := filepath.Glob("../scenarios/seeds/*.yaml")
+	if len(seeds) < 4 {
+		t.Fatalf("%d seed scenarios, want 000, 001, 003 and 004", len(seeds))
+	}
+	for _, f := range append(files, seeds...) {
 		s, err := scenarios.Open(f, nil)
 		if err == nil && s.NeedsDebian() {
 			continue // TestShippedKselftestScenarios
