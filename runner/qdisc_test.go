@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"slices"
 	"testing"
 
@@ -29,25 +28,7 @@ asserts:
 // fakeAgent answers every request on the guest end of a pipe with success
 // and sends what it was asked on calls.
 func fakeAgent(t *testing.T) (*control, <-chan *wire.Message) {
-	t.Helper()
-	host, guest := net.Pipe()
-	ctl := newControl(host)
-	t.Cleanup(func() { ctl.Close() })
-	calls := make(chan *wire.Message, 16)
-	go func() {
-		c := wire.NewConn(guest)
-		for {
-			m, err := c.Recv()
-			if err != nil {
-				return
-			}
-			calls <- m
-			if c.Send(&wire.Message{ID: m.ID}) != nil {
-				return
-			}
-		}
-	}()
-	return ctl, calls
+	return answeringAgent(t, wire.Message{})
 }
 
 // TestQdiscAction checks the wire calls of a qdisc step: the default op,
