@@ -24,7 +24,7 @@ import (
 )
 
 // AgentPackage is the Go package of the guest agent.
-const AgentPackage = "napilab/images/agent"
+const AgentPackage = "napilab/images/agent/cmd/agent"
 
 // Options says where to build and cache.
 type Options struct {

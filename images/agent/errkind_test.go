@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"fmt"
@@ -31,7 +31,7 @@ func TestServeErrorKinds(t *testing.T) {
 			host, guest := net.Pipe()
 			defer host.Close()
 			defer guest.Close()
-			go newAgent().serve(wire.NewConn(guest), tc.req)
+			go newAgent().serve(wire.NewConn(guest), tc.req, nil)
 			m, err := wire.NewConn(host).Recv()
 			if err != nil {
 				t.Fatal(err)

@@ -1,4 +1,4 @@
-package main
+package agent
 
 // Race widening: a kprobe (or kretprobe) BPF program per probe busy-waits
 // for a delay, with a probability and up to a count, while the probe is armed.

@@ -1,12 +1,16 @@
-// Command agent is napilab's guest agent: PID 1 of the lab initramfs. It
-// mounts the pseudo filesystems, opens the virtio-serial control port and
-// serves wire requests until the host asks it to power off. It never returns.
-package main
+// Package agent is napilab's guest agent: PID 1 of the lab initramfs
+// (cmd/agent). It mounts the pseudo filesystems, opens the virtio-serial
+// control port and serves wire requests until the host asks it to power off.
+//
+//	agent.Init() // as the guest's /init; never returns
+//	err := agent.Serve(port, agent.Options{Netns: true, RunDir: dir}) // in a test process
+package agent
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +27,10 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stdout, "napilab-agent: "+format+"\n", args...)
 }
 
-func main() {
+// Init runs the agent as the guest's init: it serves the virtio-serial
+// control port and powers the machine off when the host asks it to or the
+// port fails. It never returns.
+func Init() {
 	if os.Getpid() == 1 {
 		if err := mountAll(); err != nil {
 			logf("mount: %v", err)
@@ -42,7 +49,45 @@ func main() {
 		logf("no control port: %v", err)
 		halt()
 	}
+	err = Serve(port, Options{Ready: func() {
+		if shellWanted() {
+			go serveShell()
+		}
+	}, Poweroff: halt})
+	logf("control port: %v", err)
+	halt()
+}
+
+// Options says how Serve runs: as the guest's init, all zero but the hooks.
+type Options struct {
+	// Ready runs once the ready event is sent.
+	Ready func()
+	// Poweroff runs once a poweroff request is answered; nil = keep serving.
+	Poweroff func()
+	// Netns serves every request inside a private network namespace of
+	// the agent's own, standing for the guest's root one (the agent then
+	// runs in a process that is not the guest, such as a test); Serve
+	// removes the namespaces and their sysfs mounts when it returns.
+	Netns bool
+	// RunDir holds each namespace's sysfs mount; "" = /run/napilab.
+	RunDir string
+}
+
+// Serve answers the host's requests on port, each in its own goroutine,
+// until reading port fails, and returns that error. It first sends the
+// ready event.
+func Serve(port io.ReadWriter, opts Options) error {
 	a := newAgent()
+	if opts.RunDir != "" {
+		a.ns.dir = opts.RunDir + "/ns"
+	}
+	if opts.Netns {
+		if err := a.ns.create(""); err != nil {
+			return fmt.Errorf("failed to create the agent's network namespace: %w", err)
+		}
+		defer a.ns.close()
+		defer a.stopAll()
+	}
 	conn := wire.NewConn(port)
 	hello := a.hello()
 	logf("ready: kernel %s, %d cpus, uptime %.2fs", hello.Kernel, hello.CPUs, hello.Uptime)
@@ -50,22 +95,25 @@ func main() {
 		logf("send ready: %v", err)
 	}
 	a.polls.syms.load() // in the background: napi_polls names NAPIs by poll function
-	if shellWanted() {
-		go serveShell()
+	if opts.Ready != nil {
+		opts.Ready()
 	}
 	for {
 		m, err := conn.Recv()
 		if err != nil {
-			logf("control port: %v", err)
-			halt()
+			return err
 		}
-		go a.serve(conn, m)
+		go a.serve(conn, m, opts.Poweroff)
 	}
 }
 
-// serve runs one request and answers it.
-func (a *agent) serve(conn *wire.Conn, m *wire.Message) {
-	data, err := a.dispatch(m)
+// serve runs one request, in the root namespace, and answers it.
+func (a *agent) serve(conn *wire.Conn, m *wire.Message, poweroff func()) {
+	var data any
+	var err error
+	if nerr := a.ns.in("", func() error { data, err = a.dispatch(m); return nil }); nerr != nil {
+		err = nerr
+	}
 	resp := &wire.Message{ID: m.ID, Data: wire.Encode(data)}
 	if err != nil {
 		resp.Error = err.Error()
@@ -74,8 +122,8 @@ func (a *agent) serve(conn *wire.Conn, m *wire.Message) {
 	if err := conn.Send(resp); err != nil {
 		logf("send %s reply: %v", m.Op, err)
 	}
-	if m.Op == wire.OpPoweroff && err == nil {
-		halt()
+	if m.Op == wire.OpPoweroff && err == nil && poweroff != nil {
+		poweroff()
 	}
 }
 

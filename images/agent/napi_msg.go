@@ -1,4 +1,4 @@
-package main
+package agent
 
 // The netdev generic netlink family's messages for NAPIs and queues, as
 // include/uapi/linux/netdev.h numbers them (checked against the 7.x header

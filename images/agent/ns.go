@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"fmt"
@@ -20,17 +20,32 @@ import (
 
 // namespaces owns the guest's named network namespaces. Each has its own
 // sysfs mounted under /run/napilab/ns/<name>/sys so /sys/class/net paths
-// resolve to that namespace's devices.
+// resolve to that namespace's devices. The name "" is the root namespace:
+// the threads' own, unless the agent created one for it (Options.Netns).
 type namespaces struct {
 	mu     sync.Mutex
 	byName map[string]netns.NsHandle
+	dir    string // holds <name>/sys
 }
 
 func newNamespaces() *namespaces {
-	return &namespaces{byName: map[string]netns.NsHandle{}}
+	return &namespaces{byName: map[string]netns.NsHandle{}, dir: "/run/napilab/ns"}
 }
 
-func sysRoot(name string) string { return "/run/napilab/ns/" + name + "/sys" }
+func (n *namespaces) sysRoot(name string) string {
+	if name == "" {
+		name = "root"
+	}
+	return n.dir + "/" + name + "/sys"
+}
+
+// own says whether the agent created netns name ("" only in Options.Netns).
+func (n *namespaces) own(name string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.byName[name]
+	return ok
+}
 
 // create makes a new named namespace with loopback up and its own sysfs.
 func (n *namespaces) create(name string) error {
@@ -50,7 +65,7 @@ func (n *namespaces) create(name string) error {
 		if h, err = netns.Get(); err != nil {
 			return err
 		}
-		dir := sysRoot(name)
+		dir := n.sysRoot(name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
@@ -104,7 +119,7 @@ func onThread(enter, fn func() error) error {
 
 // in runs fn on a thread inside netns name ("" = root namespace).
 func (n *namespaces) in(name string, fn func() error) error {
-	if name == "" {
+	if name == "" && !n.own("") {
 		return fn()
 	}
 	h, err := n.get(name)
@@ -121,7 +136,7 @@ func (n *namespaces) in(name string, fn func() error) error {
 
 // handle returns a netlink handle bound to netns name.
 func (n *namespaces) handle(name string) (*netlink.Handle, error) {
-	if name == "" {
+	if name == "" && !n.own("") {
 		return netlink.NewHandle(unix.NETLINK_ROUTE)
 	}
 	h, err := n.get(name)
@@ -133,10 +148,24 @@ func (n *namespaces) handle(name string) (*netlink.Handle, error) {
 
 // path maps a path to what it means inside netns name.
 func (n *namespaces) path(name, p string) string {
-	if name != "" && strings.HasPrefix(p, "/sys/") {
-		return sysRoot(name) + p[len("/sys"):]
+	if (name != "" || n.own("")) && strings.HasPrefix(p, "/sys/") {
+		return n.sysRoot(name) + p[len("/sys"):]
 	}
 	return p
+}
+
+// close unmounts the namespaces' sysfs and drops them: the end of an agent
+// that is not the guest's init (Options.Netns).
+func (n *namespaces) close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for name, h := range n.byName {
+		if err := unix.Unmount(n.sysRoot(name), unix.MNT_DETACH); err != nil {
+			logf("unmount %s: %v", n.sysRoot(name), err)
+		}
+		h.Close()
+		delete(n.byName, name)
+	}
 }
 
 func (n *namespaces) writeFile(f wire.File) error {

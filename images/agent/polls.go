@@ -1,4 +1,4 @@
-package main
+package agent
 
 // Who polled each NAPI: BPF programs on the napi:napi_poll tracepoint count
 // polls and the packets they returned per NAPI, execution context, CPU and

@@ -1,4 +1,4 @@
-package main
+package agent
 
 // An AF_XDP socket over golang.org/x/sys/unix. No maintained Go AF_XDP
 // library is served by the module proxy (asavie/xdp and slavc/xdp are not),
