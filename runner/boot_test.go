@@ -51,7 +51,7 @@ func TestBootVerdicts(t *testing.T) {
 			}
 			defer v.stop(0)
 			r := &run{cfg: Config{OutDir: dir, Initramfs: "initrd"}, s: windowScenario(t, ""), res: &results.Result{},
-				vm: v, ctl: newControl(host), bootLimit: 300 * time.Millisecond}
+				guest: v, ctl: newControl(host), bootLimit: 300 * time.Millisecond}
 			err = r.boot(context.Background(), "tcg")
 			if r.ctl != nil {
 				r.ctl.Close()

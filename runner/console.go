@@ -298,8 +298,8 @@ func (c *console) dropped() *results.Dropped {
 // recorded, nil when nothing was dropped.
 func (r *run) dropped() *results.Dropped {
 	var d results.Dropped
-	if r.vm != nil {
-		if cd := r.vm.console.dropped(); cd != nil {
+	if r.guest != nil {
+		if cd := r.guest.output().dropped(); cd != nil {
 			d = *cd
 		}
 	}

@@ -471,7 +471,7 @@ func TestDroppedInResult(t *testing.T) {
 	if err := ctl.call(context.Background(), wire.OpHello, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	r := &run{vm: &vm{console: c}, ctl: ctl, cfg: Config{Logf: t.Logf}}
+	r := &run{guest: &vm{console: c}, ctl: ctl, cfg: Config{Logf: t.Logf}}
 	d := r.dropped()
 	if d == nil || d.ConsoleLines != 100-9 || d.ConsoleBytes != 6*(100-9) || d.Garbage != 1 {
 		t.Fatalf("dropped %+v", d)
@@ -479,7 +479,7 @@ func TestDroppedInResult(t *testing.T) {
 	if want := "guest output over the bounds: 91 console lines (546 bytes, lines 1-91) not kept; 0 control lines too long, 1 not JSON"; d.String() != want {
 		t.Errorf("%q, want %q", d.String(), want)
 	}
-	r = &run{vm: &vm{console: newConsole(io.Discard)}, cfg: Config{Logf: t.Logf}}
+	r = &run{guest: &vm{console: newConsole(io.Discard)}, cfg: Config{Logf: t.Logf}}
 	if d := r.dropped(); d != nil {
 		t.Errorf("dropped %+v from a quiet guest, want nil", d)
 	}

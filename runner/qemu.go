@@ -144,13 +144,18 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// vm is a running QEMU.
+// vm is a running QEMU, the Guest of real runs (startQEMU).
 type vm struct {
 	cmd     *exec.Cmd
 	console *console
 	stderr  bytes.Buffer
 	done    chan struct{}
 	waitErr error
+
+	ctl     *control // the agent's channel
+	mon     *monitor // QEMU's human monitor: SysRq when the agent does not answer
+	logFile *os.File // console.log
+	release func()   // drops the hold on the image
 }
 
 // start launches QEMU in its own process group; the console goes to w and
@@ -217,16 +222,6 @@ func (q *QEMU) start(w io.Writer) (*vm, error) {
 		close(v.done)
 	}()
 	return v, nil
-}
-
-// exited reports whether QEMU has exited.
-func (v *vm) exited() bool {
-	select {
-	case <-v.done:
-		return true
-	default:
-		return false
-	}
 }
 
 // stop waits up to grace for QEMU to exit, then kills its process group.

@@ -19,7 +19,6 @@ import (
 	"strings"
 	"time"
 
-	"napilab/images"
 	"napilab/images/wire"
 	"napilab/results"
 	"napilab/scenarios"
@@ -61,6 +60,9 @@ type Config struct {
 	Strict bool
 	// kselftestHook lets tests change a kselftest attempt's command.
 	kselftestHook func(name string, attempt int, x *wire.Exec)
+	// newGuest starts the guest; nil = (*run).startQEMU (tests run the
+	// agent in this process).
+	newGuest func(r *run, accel string) (Guest, error)
 }
 
 // Boot and shutdown limits under TCG; KVM divides them by kvmSpeedup.
@@ -117,15 +119,14 @@ type run struct {
 	cfg     Config
 	s       *scenarios.Scenario
 	res     *results.Result
-	vm      *vm
-	ctl     *control
+	guest   Guest
+	ctl     *control // the guest's channel
 	host    *hostNet
 	tl      *timeline
 	hello   *wire.Hello
 	leak    leakCheck
 	readyAt time.Time // the agent's ready event arrived (host clock)
 	setupAt time.Time // the topology setup started
-	mon     *monitor  // QEMU's human monitor: SysRq when the agent does not answer
 	// bootLimit overrides the boot timeout (tests); 0 = bootTimeout.
 	bootLimit time.Duration
 }
@@ -140,28 +141,6 @@ func (r *run) do(ctx context.Context) error {
 		return &infraError{err}
 	}
 	r.res.Accel = accel
-	// The agent's channel and the monitor are socket pairs QEMU inherits:
-	// no socket file, so nothing on disk to leave behind or to share with
-	// QEMU's uid.
-	ctlHost, ctlQEMU, err := socketPair()
-	if err != nil {
-		return infra("failed to create the control channel: %w", err)
-	}
-	defer ctlQEMU.Close()
-	r.ctl = newControl(ctlHost)
-	defer r.ctl.Close()
-	monHost, monQEMU, err := socketPair()
-	if err != nil {
-		return infra("failed to create the monitor channel: %w", err)
-	}
-	defer monQEMU.Close()
-	r.mon = newMonitor(monHost)
-	defer r.mon.Close()
-	// No prune removes the image while this run boots it.
-	if release, err := images.Hold(r.cfg.Initramfs); err == nil {
-		defer release()
-	}
-
 	var taps []TapSpec
 	for i, n := range r.s.Topology.NICs {
 		gip, _, _ := net.ParseCIDR(n.Address)
@@ -177,35 +156,17 @@ func (r *run) do(ctx context.Context) error {
 	}
 	defer r.host.Close()
 
-	q := &QEMU{Binary: r.cfg.QEMU, Accel: accel, CPUs: r.s.Machine.CPUs, MemoryMB: max(r.s.Machine.MemoryMB, r.cfg.MinMemoryMB),
-		Kernel: r.cfg.Kernel.BzImage, Initrd: r.cfg.Initramfs, Control: ctlQEMU, Monitor: monQEMU,
-		Append:      strings.Join(append(append(append([]string{}, baseCmdline...), r.cfg.Cmdline...), r.s.Machine.Cmdline...), " "),
-		Interactive: r.cfg.Shell}
-	if r.cfg.Shell {
-		q.Append += " napilab.shell=1"
+	start := r.cfg.newGuest
+	if start == nil {
+		start = (*run).startQEMU
 	}
-	for i, t := range r.host.taps {
-		n := r.s.Topology.NICs[i]
-		q.NICs = append(q.NICs, QEMUNIC{MAC: n.MAC, Queues: t.Queues, NoEventIdx: n.EventIdx != nil && !*n.EventIdx})
-	}
-	r.res.QEMU = q.Cmdline()
-	os.WriteFile(filepath.Join(r.cfg.OutDir, "qemu.cmdline"), []byte(r.res.QEMU+"\n"), 0o644)
-	logFile, err := os.Create(filepath.Join(r.cfg.OutDir, "console.log"))
-	if err != nil {
-		return infra("failed to create console.log: %w", err)
-	}
-	defer logFile.Close()
-
-	r.cfg.Logf("booting %s (%s, %d cpus)", filepath.Base(r.cfg.Kernel.BzImage), accel, q.CPUs)
 	bootStart := time.Now()
-	r.vm, err = q.start(logFile)
-	// QEMU has its copies: lab's own would keep the channels open after QEMU died.
-	ctlQEMU.Close()
-	monQEMU.Close()
+	g, err := start(r, accel)
 	if err != nil {
-		return &infraError{err}
+		return err
 	}
-	defer r.vm.stop(0)
+	r.guest, r.ctl = g, g.channel()
+	defer g.close()
 	err = r.boot(ctx, accel)
 	if err != nil {
 		return err
@@ -221,7 +182,7 @@ func (r *run) do(ctx context.Context) error {
 	if r.cfg.Shell {
 		r.cfg.Logf("shell ready: the topology is up, the agent still answers; power off with: echo o > /proc/sysrq-trigger")
 		select {
-		case <-r.vm.done:
+		case <-r.guest.ended():
 		case <-ctx.Done():
 		}
 		return nil
@@ -316,7 +277,7 @@ func (r *run) boot(ctx context.Context, accel string) error {
 	defer cancel()
 	go func() {
 		select {
-		case <-r.vm.done:
+		case <-r.guest.ended():
 			cancel()
 		case <-bctx.Done():
 		}
@@ -332,27 +293,28 @@ func (r *run) boot(ctx context.Context, accel string) error {
 	}
 	// The control socket closes a moment before QEMU is reaped.
 	select {
-	case <-r.vm.done:
+	case <-r.guest.ended():
 	case <-time.After(2 * time.Second):
 	}
-	text := string(r.vm.console.text())
+	text := string(r.guest.output().text())
 	started := strings.Contains(text, "Linux version")
-	stderr := strings.TrimSpace(r.vm.stderr.String())
+	waitErr, stderr := r.guest.exitStatus()
+	ended := exited(r.guest)
 	switch {
-	case r.vm.exited() && r.vm.waitErr != nil:
-		return infra("qemu failed: %v\n%s", r.vm.waitErr, stderr)
-	case r.vm.exited() && noInit.MatchString(text):
+	case ended && waitErr != nil:
+		return infra("qemu failed: %v\n%s", waitErr, stderr)
+	case ended && noInit.MatchString(text):
 		return infra("the initramfs %s has no working /init: %s", r.cfg.Initramfs, strings.TrimSpace(noInit.FindString(text)))
-	case r.vm.exited() && !started:
+	case ended && !started:
 		msg := "QEMU ran fine, but the guest stopped before the kernel's console started (a triple fault or a bzImage that is no kernel)"
 		if stderr != "" {
 			msg += "; qemu said: " + stderr
 		}
 		return &bootError{msg}
-	case r.vm.exited():
+	case ended:
 		return &bootError{"the guest stopped before the agent was ready"}
 	}
-	if sp := results.FindSplats(r.vm.console.text()); len(sp) > 0 {
+	if sp := results.FindSplats(r.guest.output().text()); len(sp) > 0 {
 		return &bootError{fmt.Sprintf("%s, and no agent after %v", sp[0].Title, limit)}
 	}
 	what := "printed nothing"
@@ -401,8 +363,8 @@ func (r *run) shutdown(ctx context.Context, accel string) {
 	defer cancel()
 	r.ctl.call(ctx, wire.OpPoweroff, nil, nil)
 	select {
-	case <-r.vm.done:
+	case <-r.guest.ended():
 	case <-ctx.Done():
 	}
-	r.vm.stop(0)
+	r.guest.stop(0)
 }

@@ -30,9 +30,9 @@ func (r *run) finish(err error) {
 		reason, kernelFault = r.classify(err)
 		res.Reasons = append(res.Reasons, reason)
 	}
-	if r.vm != nil {
-		r.vm.stop(0)
-		res.ConsoleTail = r.vm.console.tail(60)
+	if r.guest != nil {
+		r.guest.stop(0)
+		res.ConsoleTail = r.guest.output().tail(60)
 	}
 	res.Dropped = r.dropped()
 	if res.Verdict == results.Error {
@@ -47,7 +47,7 @@ func (r *run) finish(err error) {
 		res.Injections = r.tl.injections()
 		res.Kselftests = r.tl.kselftests
 	}
-	if r.vm != nil {
+	if r.guest != nil {
 		res.Asserts = append(res.Asserts, r.splats())
 	}
 	if r.tl != nil && err == nil {
@@ -99,7 +99,7 @@ func (r *run) classify(err error) (reason string, kernel bool) {
 			return hang.Error(), true
 		}
 		return hangReason(r.res.Hang), true
-	case errors.Is(err, errAgentGone) && r.vm != nil && r.vm.exited():
+	case errors.Is(err, errAgentGone) && r.guest != nil && exited(r.guest):
 		if errors.As(err, &se) {
 			return fmt.Sprintf("the guest died during step %q (line %d)", se.step, se.line), true
 		}
@@ -130,7 +130,8 @@ func (r *run) hangEvidence(ctx context.Context, h *hangError) {
 	}
 	ctx, cancel := cleanupCtx(ctx, evidenceTimeout)
 	defer cancel()
-	from := r.vm.console.count()
+	con := r.guest.output()
+	from := con.count()
 	// SysRq-w (blocked tasks) and -l (backtraces of all CPUs), through the
 	// agent, or through QEMU's keyboard when the agent does not answer.
 	var agentErr error
@@ -141,10 +142,12 @@ func (r *run) hangEvidence(ctx context.Context, h *hangError) {
 			scancel()
 		}
 	}
-	if agentErr != nil && r.mon != nil {
-		if err := r.mon.sysrq(ctx, "w", "l"); err != nil {
+	if agentErr != nil {
+		switch err := r.guest.sysrq(ctx, "w", "l"); {
+		case errors.Is(err, errNoSysrq):
+		case err != nil:
 			agentErr = fmt.Errorf("%v; %v", agentErr, err)
-		} else {
+		default:
 			agentErr = fmt.Errorf("%v (SysRq sent through the QEMU monitor)", agentErr)
 		}
 	}
@@ -173,14 +176,14 @@ func (r *run) hangEvidence(ctx context.Context, h *hangError) {
 	r.res.Hang.Function = stuckFunction(tasks)
 	// Let the SysRq output reach the console.
 	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
-	r.vm.console.waitFor(wctx, "sysrq: Show Blocked State", from)
+	con.waitFor(wctx, "sysrq: Show Blocked State", from)
 	wcancel()
 	select {
 	case <-ctx.Done():
 	case <-time.After(500 * time.Millisecond):
 	}
 	b.WriteString("--- console after the deadline ---\n")
-	b.WriteString(r.vm.console.tail(r.vm.console.count() - from))
+	b.WriteString(con.tail(con.count() - from))
 	r.res.Hang.Evidence = b.String()
 }
 
@@ -198,7 +201,7 @@ func (r *run) splats() results.Assert {
 			}
 		}
 	}
-	found := results.FindSplatsLines(r.vm.console.lines())
+	found := results.FindSplatsLines(r.guest.output().lines())
 	for i := range found {
 		r.placeSplat(&found[i])
 	}
@@ -258,7 +261,7 @@ func (r *run) placeAt(sp *results.Splat, at time.Time) {
 
 // placeSplat names the innermost step running when the splat's first line arrived.
 func (r *run) placeSplat(sp *results.Splat) {
-	r.placeAt(sp, r.vm.console.lineTime(sp.Line))
+	r.placeAt(sp, r.guest.output().lineTime(sp.Line))
 }
 
 // agentComm is the agent's name in the guest (it is /init); its threads run

@@ -98,7 +98,7 @@ func TestVerdictTable(t *testing.T) {
 			s := windowScenario(t, "")
 			r := &run{cfg: Config{OutDir: t.TempDir()}, s: s, res: &results.Result{}}
 			if tc.console != "" {
-				r.vm = fakeVM(t, tc.console, tc.exited)
+				r.guest = fakeVM(t, tc.console, tc.exited)
 			}
 			if tc.ks != nil {
 				r.tl = windowTimeline(s)

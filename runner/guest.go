@@ -1,0 +1,145 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"napilab/images"
+)
+
+// Guest is a started lab guest as a run drives it: the agent's control
+// channel, the console, and whether the machine still runs. A run starts
+// one where it would start QEMU (Config.newGuest) and talks to the guest
+// only through it. The QEMU guest is *vm; tests run the real agent in this
+// process (inprocess_test.go).
+type Guest interface {
+	// channel is the host end of the agent's control channel.
+	channel() *control
+	// output is the guest's console as it arrives.
+	output() *console
+	// ended is closed once the guest died or powered off.
+	ended() <-chan struct{}
+	// exitStatus says how an ended guest ended: its machine's error (nil:
+	// a clean exit, as a reset or a poweroff is) and what the machine said.
+	exitStatus() (err error, said string)
+	// sysrq sends SysRq keys around the agent (QEMU's keyboard), for when
+	// the agent does not answer; errNoSysrq when the guest has no way.
+	sysrq(ctx context.Context, keys ...string) error
+	// stop waits up to grace for the guest to end, then ends it.
+	stop(grace time.Duration)
+	// close stops the guest and releases what it holds; callers must call it.
+	close()
+}
+
+// errNoSysrq is a guest without a way to SysRq around its agent.
+var errNoSysrq = errors.New("no SysRq around the agent")
+
+// exited says whether g has ended.
+func exited(g Guest) bool {
+	select {
+	case <-g.ended():
+		return true
+	default:
+		return false
+	}
+}
+
+// startQEMU boots the run's kernel in QEMU: the Guest of every real run.
+// The agent's channel and the monitor are socket pairs QEMU inherits: no
+// socket file, so nothing on disk to leave behind or to share with QEMU's
+// uid.
+func (r *run) startQEMU(accel string) (Guest, error) {
+	ctlHost, ctlQEMU, err := socketPair()
+	if err != nil {
+		return nil, infra("failed to create the control channel: %w", err)
+	}
+	defer ctlQEMU.Close()
+	ctl := newControl(ctlHost)
+	monHost, monQEMU, err := socketPair()
+	if err != nil {
+		ctl.Close()
+		return nil, infra("failed to create the monitor channel: %w", err)
+	}
+	defer monQEMU.Close()
+	// What a QEMU that did not start leaves is closed.
+	v := &vm{ctl: ctl, mon: newMonitor(monHost)}
+	ok := false
+	defer func() {
+		if !ok {
+			v.close()
+		}
+	}()
+	// No prune removes the image while this run boots it.
+	if release, err := images.Hold(r.cfg.Initramfs); err == nil {
+		v.release = release
+	}
+
+	q := &QEMU{Binary: r.cfg.QEMU, Accel: accel, CPUs: r.s.Machine.CPUs, MemoryMB: max(r.s.Machine.MemoryMB, r.cfg.MinMemoryMB),
+		Kernel: r.cfg.Kernel.BzImage, Initrd: r.cfg.Initramfs, Control: ctlQEMU, Monitor: monQEMU,
+		Append:      strings.Join(append(append(append([]string{}, baseCmdline...), r.cfg.Cmdline...), r.s.Machine.Cmdline...), " "),
+		Interactive: r.cfg.Shell}
+	if r.cfg.Shell {
+		q.Append += " napilab.shell=1"
+	}
+	for i, t := range r.host.taps {
+		n := r.s.Topology.NICs[i]
+		q.NICs = append(q.NICs, QEMUNIC{MAC: n.MAC, Queues: t.Queues, NoEventIdx: n.EventIdx != nil && !*n.EventIdx})
+	}
+	r.res.QEMU = q.Cmdline()
+	os.WriteFile(filepath.Join(r.cfg.OutDir, "qemu.cmdline"), []byte(r.res.QEMU+"\n"), 0o644)
+	if v.logFile, err = os.Create(filepath.Join(r.cfg.OutDir, "console.log")); err != nil {
+		return nil, infra("failed to create console.log: %w", err)
+	}
+
+	r.cfg.Logf("booting %s (%s, %d cpus)", filepath.Base(r.cfg.Kernel.BzImage), accel, q.CPUs)
+	started, err := q.start(v.logFile)
+	// QEMU has its copies: lab's own would keep the channels open after QEMU died.
+	ctlQEMU.Close()
+	monQEMU.Close()
+	if err != nil {
+		return nil, &infraError{err}
+	}
+	started.ctl, started.mon, started.logFile, started.release = v.ctl, v.mon, v.logFile, v.release
+	ok = true
+	return started, nil
+}
+
+func (v *vm) channel() *control      { return v.ctl }
+func (v *vm) output() *console       { return v.console }
+func (v *vm) ended() <-chan struct{} { return v.done }
+
+func (v *vm) exitStatus() (error, string) {
+	return v.waitErr, strings.TrimSpace(v.stderr.String())
+}
+
+// sysrq sends the keys through QEMU's monitor.
+func (v *vm) sysrq(ctx context.Context, keys ...string) error {
+	if v.mon == nil {
+		return errNoSysrq
+	}
+	return v.mon.sysrq(ctx, keys...)
+}
+
+// close kills QEMU if it still runs, then closes the channels and
+// console.log and drops the hold on the image.
+func (v *vm) close() {
+	if v.done != nil {
+		v.stop(0)
+	}
+	if v.logFile != nil {
+		v.logFile.Close()
+	}
+	if v.mon != nil {
+		v.mon.Close()
+	}
+	if v.ctl != nil {
+		v.ctl.Close()
+	}
+	if v.release != nil {
+		v.release()
+	}
+}
