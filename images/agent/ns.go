@@ -151,6 +151,10 @@ func (n *namespaces) path(name, p string) string {
 	if (name != "" || n.own("")) && strings.HasPrefix(p, "/sys/") {
 		return n.sysRoot(name) + p[len("/sys"):]
 	}
+	// /proc/net is the main thread's namespace: not the agent's own root.
+	if name == "" && n.own("") && strings.HasPrefix(p, "/proc/net/") {
+		return "/proc/thread-self/net/" + p[len("/proc/net/"):]
+	}
 	return p
 }
 

@@ -44,7 +44,7 @@ func (a *agent) read(src string) (string, error) {
 		src = src[:i]
 	}
 	if p, ok := sourceFiles[src]; ok {
-		b, err := os.ReadFile(p)
+		b, err := os.ReadFile(a.ns.path("", p))
 		return string(b), err
 	}
 	switch {
