@@ -2,7 +2,10 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"syscall"
 	"testing"
@@ -56,5 +59,100 @@ func TestCallSendFailure(t *testing.T) {
 	defer ctl.mu.Unlock()
 	if len(ctl.pending) != 0 {
 		t.Errorf("%d pending calls left after a failed send", len(ctl.pending))
+	}
+}
+
+// TestControlFraming: the host reads the agent's answers whatever the
+// stream does to their frames: split into bytes, two in one write out of
+// order, behind garbage, stray answers and events. Each call gets its own.
+func TestControlFraming(t *testing.T) {
+	// answer echoes a read request's path as its data.
+	answer := func(m *wire.Message) string {
+		var f wire.File
+		json.Unmarshal(m.Args, &f)
+		b, _ := json.Marshal(wire.Message{ID: m.ID, Data: wire.Encode(f.Path)})
+		return string(b) + "\n"
+	}
+	for _, tc := range []struct {
+		name    string
+		calls   int                                    // concurrent reads
+		write   func(g net.Conn, reqs []*wire.Message) // the guest's answers
+		garbage int64
+	}{
+		{"an answer byte by byte", 1, func(g net.Conn, reqs []*wire.Message) {
+			for _, b := range []byte(answer(reqs[0])) {
+				g.Write([]byte{b})
+			}
+		}, 0},
+		{"two answers in one write, out of order", 2, func(g net.Conn, reqs []*wire.Message) {
+			io.WriteString(g, answer(reqs[1])+answer(reqs[0]))
+		}, 0},
+		{"garbage, a stray answer and an event first", 1, func(g net.Conn, reqs []*wire.Message) {
+			io.WriteString(g, "\x00not json\n"+`{"id":999,"data":"stray"}`+"\n"+`{"event":"log","data":"hi"}`+"\n"+answer(reqs[0]))
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctl := guestPipe(t, func(g net.Conn) {
+				conn := wire.NewConn(g)
+				var reqs []*wire.Message
+				for range tc.calls {
+					m, err := conn.Recv()
+					if err != nil {
+						return
+					}
+					reqs = append(reqs, m)
+				}
+				tc.write(g, reqs)
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			errs := make(chan error, tc.calls)
+			for i := range tc.calls {
+				go func() {
+					path := fmt.Sprintf("/call/%d", i)
+					var got string
+					err := ctl.call(ctx, wire.OpRead, wire.File{Path: path}, &got)
+					if err == nil && got != path {
+						err = fmt.Errorf("call %s got the answer %q", path, got)
+					}
+					errs <- err
+				}()
+			}
+			for range tc.calls {
+				if err := <-errs; err != nil {
+					t.Error(err)
+				}
+			}
+			if d := ctl.dropped(); d.Garbage != tc.garbage || d.Long != 0 {
+				t.Errorf("dropped %+v, want %d garbage", d, tc.garbage)
+			}
+		})
+	}
+}
+
+// TestControlHangUp: a guest that hangs up inside a frame fails the call
+// in flight and every later one with errAgentGone, and leaves nothing pending.
+func TestControlHangUp(t *testing.T) {
+	ctl := guestPipe(t, func(g net.Conn) {
+		if _, err := wire.NewConn(g).Recv(); err == nil {
+			io.WriteString(g, `{"id":1,"da`)
+		}
+		g.Close()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := ctl.call(ctx, wire.OpStacks, nil, nil); !errors.Is(err, errAgentGone) {
+		t.Errorf("the call in flight: %v, want errAgentGone", err)
+	}
+	if err := ctl.call(ctx, wire.OpStacks, nil, nil); !errors.Is(err, errAgentGone) {
+		t.Errorf("a later call: %v, want errAgentGone", err)
+	}
+	if _, err := ctl.waitReady(ctx); !errors.Is(err, errAgentGone) {
+		t.Errorf("waitReady: %v, want errAgentGone", err)
+	}
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	if len(ctl.pending) != 0 {
+		t.Errorf("%d pending calls left", len(ctl.pending))
 	}
 }
