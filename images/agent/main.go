@@ -58,7 +58,7 @@ func Init() {
 	halt()
 }
 
-// Options says how Serve runs: as the guest's init, all zero but the hooks.
+// Options says how Serve runs; the guest's init sets only the hooks.
 type Options struct {
 	// Ready runs once the ready event is sent.
 	Ready func()
