@@ -285,6 +285,9 @@ func (k *checker) load(l *Load) {
 	if l.Kind == "rr" && !contains([]string{"", "udp", "tcp"}, l.Proto) || l.Kind != "rr" && l.Proto != "" {
 		c.add(p, "load %s: proto %q: rr loads take udp or tcp, other kinds none", l.Name, l.Proto)
 	}
+	if l.OpenLoop && (!l.HasLatency() || l.Proto == "tcp" || l.Rate <= 0) {
+		c.add(p, "load %s: open_loop needs an rr client over udp (kind rr or an xsk rr load) and a rate", l.Name)
+	}
 	if l.From.Host && l.Kind != "udp" && l.Kind != "xsk" {
 		c.add(p, "load %s: only udp and xsk loads can come from the host", l.Name)
 	}
