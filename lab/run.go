@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"napilab/kernels"
 	"os"
 	"sort"
 	"strings"
@@ -11,7 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"napilab/kernels"
 	"napilab/results"
+	"napilab/results/stats"
 	"napilab/runner"
 	"napilab/scenarios"
 )
@@ -261,7 +262,7 @@ func printFlakes(w io.Writer, groups map[string][]*results.Result) {
 	sort.Strings(names)
 	fmt.Fprintln(w, "\nfailure rates:")
 	for _, g := range names {
-		f := results.SummariseFlakes(groups[g])
+		f := stats.SummariseFlakes(groups[g])
 		fmt.Fprintf(w, "  %s: %s\n", g, f)
 		for _, t := range f.SortedTitles() {
 			fmt.Fprintf(w, "    %3d x %s\n", f.Titles[t], t)
