@@ -17,63 +17,63 @@ import (
 // nice 0), and the build takes what the guests leave.
 const buildNice = 10
 
-// streamKernels builds the kernels of kpaths one after another in one
-// background goroutine and sends their runs on batches as soon as they can
-// run, so one kernel's runs overlap the builds after it. plan builds a
-// kernel and what its scenarios need and hands each batch of runs to send
-// as soon as their guest is built (the plain kernel's before the flavours
-// and images others need). With buildFirst no batch is sent before every
-// kernel is built (the order lab run had before it streamed). Only this
-// goroutine builds, so no build waits for another of this lab, and runs
-// take no cache lock.
+// streamKernels builds in one background goroutine, in passes, and sends
+// each batch of runs on batches as soon as its guest is built, so runs
+// overlap the builds after them. plan(ctx, pass, kpath) builds the guest
+// the runs of that pass boot on the kernel at kpath and returns them: pass
+// 0 is the plain kernel's, later ones the flavours and images some
+// scenarios need, so every kernel's plain runs come before any kernel's
+// flavours are built. Kernels build in the order of kpaths. With buildFirst
+// no batch is sent before every build is done (lab run's order before it
+// streamed). Only this goroutine builds, so no build of this lab waits for
+// another, and runs take no cache lock.
 //
-// batches holds perKernel batches for each kernel, so the builder never
-// waits for the runs; it is closed after the last kernel, or early when ctx
-// ends. done is closed once the goroutine has returned: after a cancel,
-// once plan has returned and its build's processes are gone.
-func streamKernels(ctx context.Context, kpaths []string, buildFirst bool, perKernel int,
-	plan func(ctx context.Context, kpath string, send func([]runner.Job))) (batches <-chan []runner.Job, done <-chan struct{}) {
-	out := make(chan []runner.Job, len(kpaths)*max(perKernel, 1))
+// batches holds every batch (the builder never waits for the runs) and is
+// closed after the last, or early when ctx ends. done is closed once the
+// goroutine has returned: after a cancel, once plan has returned and its
+// build's processes are gone.
+func streamKernels(ctx context.Context, kpaths []string, passes int, buildFirst bool,
+	plan func(ctx context.Context, pass int, kpath string) []runner.Job) (batches <-chan []runner.Job, done <-chan struct{}) {
+	out := make(chan []runner.Job, len(kpaths)*passes)
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
 		defer close(out)
 		var held [][]runner.Job
-		send := func(jobs []runner.Job) {
-			if buildFirst {
-				held = append(held, jobs)
-				return
+		for pass := range passes {
+			for _, kpath := range kpaths {
+				if ctx.Err() != nil {
+					return
+				}
+				jobs := plan(ctx, pass, kpath)
+				switch {
+				case ctx.Err() != nil:
+					return // a cancelled build: its runs are not wanted
+				case buildFirst:
+					held = append(held, jobs)
+				case len(jobs) > 0:
+					out <- jobs
+				}
 			}
-			select {
-			case out <- jobs:
-			case <-ctx.Done(): // only if perKernel was too few
-			}
-		}
-		for _, kpath := range kpaths {
-			if ctx.Err() != nil {
-				return
-			}
-			plan(ctx, kpath, send)
 		}
 		for _, jobs := range held {
-			if ctx.Err() != nil {
-				return
+			if len(jobs) > 0 {
+				out <- jobs
 			}
-			out <- jobs
 		}
 	}()
 	return out, finished
 }
 
-// runStream runs the runs plan sends (see streamKernels) as soon as they
+// runStream runs the runs plan returns (see streamKernels) as soon as they
 // come, with o (runner.RunStream), and returns when every run and build has
 // ended. With o.UntilFail the first FAIL also stops the builds: no run
 // would use them.
-func runStream(ctx context.Context, kpaths []string, buildFirst bool, perKernel int,
-	plan func(context.Context, string, func([]runner.Job)), o runner.StreamOptions) {
+func runStream(ctx context.Context, kpaths []string, passes int, buildFirst bool,
+	plan func(context.Context, int, string) []runner.Job, o runner.StreamOptions) {
 	buildCtx, stopBuilds := context.WithCancel(ctx)
 	defer stopBuilds()
-	batches, built := streamKernels(buildCtx, kpaths, buildFirst, perKernel, plan)
+	batches, built := streamKernels(buildCtx, kpaths, passes, buildFirst, plan)
 	each := o.Each
 	o.Each = func(j runner.Job, r *results.Result) {
 		if each != nil {
@@ -98,7 +98,7 @@ type planner struct {
 	config func(ctx context.Context, kpath string, s *scenarios.Scenario) (runner.Config, error)
 	o      *runOptions
 	// groups are the planned scenarios by the guest they boot, the plain
-	// kernel's first (groupPlan): each group's runs start once its guest is built.
+	// kernel's first (groupPlan): a pass of streamKernels each.
 	groups   [][]planned
 	k, n     int // shard k of n
 	parallel int // guests at once, for the runs line
@@ -112,24 +112,16 @@ type planner struct {
 	dirs []string
 }
 
-// kernel builds the kernel at kpath and what its scenarios need, group by
-// group, and sends each group's runs once they can run. A build that fails
-// is an ERROR for the scenarios that needed it; the others still run. After
-// a cancel it sends nothing more.
-func (pl *planner) kernel(ctx context.Context, kpath string, send func([]runner.Job)) {
-	for _, group := range pl.groups {
-		jobs := pl.group(ctx, kpath, group)
-		if ctx.Err() != nil {
-			return // a cancelled build: its runs are not wanted
-		}
-		if len(jobs) > 0 {
-			send(jobs)
-		}
-	}
+// pass builds the guest of group pass (see groupPlan) on the kernel at
+// kpath and returns its runs (streamKernels' plan).
+func (pl *planner) pass(ctx context.Context, pass int, kpath string) []runner.Job {
+	return pl.group(ctx, kpath, pl.groups[pass])
 }
 
 // group builds the guest of the planned scenarios of one group on the
-// kernel at kpath and returns their runs, each with its run folder.
+// kernel at kpath and returns their runs, each with its run folder. A
+// build that fails is an ERROR for the scenarios that needed it; the others
+// still run. After a cancel it returns none.
 func (pl *planner) group(ctx context.Context, kpath string, group []planned) []runner.Job {
 	var jobs []runner.Job
 	for _, p := range group {

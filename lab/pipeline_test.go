@@ -57,14 +57,14 @@ func (f *fakeStream) hook(ctx context.Context, name string) {
 	}
 }
 
-func (f *fakeStream) plan(ctx context.Context, kpath string, send func([]runner.Job)) {
+func (f *fakeStream) plan(ctx context.Context, _ int, kpath string) []runner.Job {
 	f.hook(ctx, "build "+kpath)
 	if ctx.Err() != nil {
 		f.ev.add("stopped %s", kpath)
-		return
+		return nil
 	}
 	f.ev.add("built %s", kpath)
-	send([]runner.Job{{Name: "s@" + kpath, Cfg: runner.Config{Kernel: results.Kernel{Spec: kpath}}}})
+	return []runner.Job{{Name: "s@" + kpath, Cfg: runner.Config{Kernel: results.Kernel{Spec: kpath}}}}
 }
 
 func (f *fakeStream) run(ctx context.Context, cfg runner.Config) *results.Result {
@@ -88,7 +88,7 @@ func (f *fakeStream) stream(ctx context.Context, buildFirst, untilFail bool) []s
 			close(ch)
 		}
 	}
-	runStream(ctx, []string{"k1", "k2", "k3"}, buildFirst, 1, f.plan,
+	runStream(ctx, []string{"k1", "k2", "k3"}, 1, buildFirst, f.plan,
 		runner.StreamOptions{Parallel: 1, UntilFail: untilFail, Run: f.run, Each: each})
 	return ran
 }
@@ -253,14 +253,12 @@ func TestPlannerFailedBuild(t *testing.T) {
 		t.Run(filepath.Base(tc.kpath), func(t *testing.T) {
 			out.Reset()
 			var names []string
-			pl.kernel(context.Background(), tc.kpath, func(jobs []runner.Job) {
-				for _, j := range jobs {
-					names = append(names, j.Name)
-					if j.Cfg.OutDir == "" {
-						t.Errorf("job %s has no run folder", j.Name)
-					}
+			for _, j := range pl.pass(context.Background(), 0, tc.kpath) {
+				names = append(names, j.Name)
+				if j.Cfg.OutDir == "" {
+					t.Errorf("job %s has no run folder", j.Name)
 				}
-			})
+			}
 			if !slices.Equal(names, tc.jobs) {
 				t.Errorf("jobs %q, want %q", names, tc.jobs)
 			}
@@ -316,9 +314,10 @@ func TestGroupPlan(t *testing.T) {
 	}
 }
 
-// TestPlainRunsBesideFlavourBuild proves that a kernel's plain runs start
-// before the guest of its Debian scenario (the kselftest flavour, the
-// image) is built: that build does not finish until a plain run started.
+// TestPlainRunsBesideFlavourBuild proves that the plain runs start before
+// the guest of the Debian scenario (the kselftest flavour, the image) is
+// built: that build does not finish until a plain run started. It also
+// checks the passes: every kernel's plain guest before any Debian one.
 func TestPlainRunsBesideFlavourBuild(t *testing.T) {
 	ctx := guard(t)
 	var plan []planned
@@ -330,15 +329,19 @@ func TestPlainRunsBesideFlavourBuild(t *testing.T) {
 		plan = append(plan, planned{s: s, params: map[string]string{}})
 	}
 	plainRunning := make(chan struct{})
+	var once sync.Once
+	var built []string // the builder goroutine's until runStream returns
 	config := func(ctx context.Context, kpath string, s *scenarios.Scenario) (runner.Config, error) {
+		spec := strings.TrimSuffix(filepath.Base(kpath), ".yaml")
 		if s.NeedsDebian() {
 			wait(ctx, plainRunning)
 		}
-		return runner.Config{Kernel: results.Kernel{Spec: "stock-6.1", Release: "6.1.192"}}, nil
+		built = append(built, spec+" "+s.Name)
+		return runner.Config{Kernel: results.Kernel{Spec: spec, Release: "6.1.192"}}, nil
 	}
 	run := func(ctx context.Context, cfg runner.Config) *results.Result {
 		if !cfg.Scenario.NeedsDebian() {
-			close(plainRunning)
+			once.Do(func() { close(plainRunning) })
 		}
 		return &results.Result{Verdict: results.Pass}
 	}
@@ -346,12 +349,15 @@ func TestPlainRunsBesideFlavourBuild(t *testing.T) {
 	pl := &planner{config: config, o: &runOptions{out: t.TempDir(), repeat: 1}, groups: groupPlan(plan, gs.guestKey),
 		k: 1, n: 1, parallel: 1, out: io.Discard, log: io.Discard, worst: results.Pass}
 	var ran []string
-	runStream(ctx, []string{"kernels/stock-6.1.yaml"}, false, len(pl.groups), pl.kernel, runner.StreamOptions{Parallel: 1, Run: run,
+	runStream(ctx, []string{"kernels/a.yaml", "kernels/b.yaml"}, len(pl.groups), false, pl.pass, runner.StreamOptions{Parallel: 1, Run: run,
 		Each: func(j runner.Job, _ *results.Result) { ran = append(ran, j.Name) }})
 	if ctx.Err() != nil {
 		t.Fatal("the Debian guest's build waited for a plain run that never came")
 	}
-	if want := []string{"napi-disable-race@stock-6.1", "kselftest-under-toggle@stock-6.1"}; !slices.Equal(ran, want) {
+	if want := []string{"a napi-disable-race", "b napi-disable-race", "a kselftest-under-toggle", "b kselftest-under-toggle"}; !slices.Equal(built, want) {
+		t.Errorf("built %q, want %q", built, want)
+	}
+	if want := []string{"napi-disable-race@a", "napi-disable-race@b", "kselftest-under-toggle@a", "kselftest-under-toggle@b"}; !slices.Equal(ran, want) {
 		t.Errorf("ran %q, want %q", ran, want)
 	}
 }

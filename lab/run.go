@@ -56,10 +56,11 @@ default the spec the tested kernel extends) and the tested kernel interleaved, p
 then every budget is checked: FAIL when a metric moved past its budget beyond the run-to-run noise,
 INCONCLUSIVE (exit code 3) when the noise hides whether it did, with the runs that would decide.
 --against-baseline takes side A from a fitting stored baseline (lab baseline record).
-With several kernels, a kernel's runs start as soon as it (and the flavour and image they boot) is
-built, while the next kernel builds: guests beside a build boot slower and time noisier (timing-only
-failures run once more), perf runs wait for every build. A failed build is an ERROR for the
-scenarios that needed it; the others run. --build-first builds every kernel before the first run.`,
+Runs start as soon as the guest they boot is built, while the next builds: every kernel in order,
+then the flavours and images some scenarios need (kselftest, debug). Builds beside runs are niced;
+guests beside them still boot slower and time noisier (timing-only failures run once more); perf
+runs wait for every build. A failed build is an ERROR for the scenarios that needed it; the others
+run. --build-first builds everything before the first run.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runScenarios(cmd, g, o, args)
@@ -142,9 +143,9 @@ type planned struct {
 }
 
 // runPlan runs every planned scenario on every kernel of o, shard k of n.
-// Runs start as soon as their kernel (flavour, image) is built, while the
-// next one builds (streamKernels), unless --build-first; perf runs come
-// after every build and every other run.
+// Runs start as soon as their guest (kernel, flavour, image) is built,
+// while the next one builds (streamKernels), unless --build-first; perf
+// runs come after every build and every other run.
 func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned, k, n int) error {
 	ctx := cmd.Context()
 	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -196,8 +197,8 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 	return &exitCodeError{code: worst.ExitCode()}
 }
 
-// runBuilt runs the runs of each kernel pl plans as the kernel is built and
-// returns their worst verdict and the results by group. It returns once
+// runBuilt runs the runs pl plans as their guests are built and returns
+// their worst verdict and the results by group. It returns once
 // the builds have stopped, removing the run folders that never ran.
 func runBuilt(ctx context.Context, pl *planner) (results.Verdict, map[string][]*results.Result) {
 	ran := map[string]bool{}
@@ -211,7 +212,7 @@ func runBuilt(ctx context.Context, pl *planner) (results.Verdict, map[string][]*
 			worst = r.Verdict
 		}
 	}
-	runStream(ctx, pl.o.kernels, pl.o.buildFirst, len(pl.groups), pl.kernel,
+	runStream(ctx, pl.o.kernels, len(pl.groups), pl.o.buildFirst, pl.pass,
 		runner.StreamOptions{Parallel: pl.parallel, UntilFail: pl.o.untilFail, Each: each})
 	for _, dir := range pl.dirs { // the folders of runs --until-fail or Ctrl-C never started
 		if !ran[dir] {
