@@ -7,6 +7,13 @@ GO ?= go
 LAB := bin/lab
 # 7.3 is here as stock-7.3 plus the fix for its hang on threaded=0 while down
 # (stock-7.3 FAILs threaded-off-while-down and busy-poll-threaded: a real bug).
+# lab run starts a kernel's runs once it is built, while the next builds, so
+# the order sets when verdicts come: the fastest cold build first (stock-6.1,
+# ~10 min alone; also the base most often cached), a variant right after its
+# base (ksoftirqd-6.12 reuses stock-6.12's tree: 1-9 min), the slowest last
+# (7.3: stock-7.3's ~25 min, then the one-patch variant). The kselftest
+# flavours and Debian image kselftest-under-toggle needs build after every
+# plain kernel; lab kselftest below then finds them cached.
 KERNELS ?= kernels/stock-6.1.yaml kernels/stock-6.12.yaml kernels/ksoftirqd-6.12.yaml \
 	kernels/napi-stop-disabled-7.3.yaml
 # The seed experiments run once each with their defaults: their assertions
@@ -50,11 +57,12 @@ deps:
 lab:
 	$(GO) build -o $(LAB) ./lab
 
-# test-kernel builds the kernels (cached), boots each and runs every shipped
-# scenario on it, the race scenarios on the debug flavours, the perf scenarios
-# on the series kernels against the stock kernel each extends, then the
-# default upstream net selftests; the exit code is the worst verdict (0 PASS,
-# 3 INCONCLUSIVE, 1 FAIL, 2 ERROR, in that order).
+# test-kernel builds the kernels (cached), boots each as soon as it is
+# built and runs every shipped scenario on it, the race scenarios on the
+# debug flavours, the perf scenarios on the series kernels against the stock
+# kernel each extends, then the default upstream net selftests; the exit
+# code is the worst verdict (0 PASS, 3 INCONCLUSIVE, 1 FAIL, 2 ERROR, in that
+# order).
 test-kernel: deps lab
 	@$(LAB) run $(SCENARIOS) $(addprefix --kernel ,$(KERNELS)); rcode=$$?; \
 	$(LAB) run $(DEBUG_SCENARIOS) --flavour debug $(addprefix --kernel ,$(DEBUG_KERNELS)); dcode=$$?; \

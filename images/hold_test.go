@@ -38,7 +38,7 @@ func composeN(t *testing.T, dir string, n int) []*Image {
 
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
-// lab run composes every image before the first run: none may be pruned
+// lab run holds every image it composes until its last run: none may be pruned
 // while held, however many there are; released ones go at the next compose.
 func TestComposedImagesHeldUntilReleased(t *testing.T) {
 	dir := t.TempDir()

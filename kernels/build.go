@@ -22,6 +22,9 @@ type Options struct {
 	// CacheOnly makes Build return ErrNotCached instead of building (lab
 	// repro: a recorded kernel is used, not rebuilt from changed inputs).
 	CacheOnly bool
+	// Nice, when above 0, runs make and its children at that niceness, so
+	// that work beside the build (lab run's guests) keeps the CPU.
+	Nice int
 }
 
 // Artifact is a built kernel, published under <root>/kernels.
@@ -87,6 +90,7 @@ type builder struct {
 	in       *inputs
 	layout   layout
 	jobs     int
+	nice     int // Options.Nice
 	progress func(Progress)
 	start    time.Time
 	// total is the compile's estimated object count, 0 when unknown.
@@ -104,7 +108,7 @@ type builder struct {
 // newBuilder fills in the option defaults and resolves the spec's inputs.
 func newBuilder(ctx context.Context, spec *Spec, opts Options) (*builder, error) {
 	b := &builder{spec: spec, layout: layout{opts.CacheDir}, jobs: opts.Jobs,
-		progress: opts.Progress, start: time.Now()}
+		nice: opts.Nice, progress: opts.Progress, start: time.Now()}
 	if b.layout.root == "" {
 		b.layout.root = DefaultCacheDir()
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"napilab/kernels/procgroup"
 	"napilab/kernels/sandbox"
 )
@@ -34,6 +36,9 @@ type command struct {
 	// folders; see sandbox.Start. Untrusted code (make, scripts of the
 	// source tree) always runs jailed.
 	jail []string
+	// nice, when above 0, is the niceness of the command's process group,
+	// set as it starts (its children inherit it).
+	nice int
 }
 
 // run starts c in its own process group (killed as a whole on cancel), feeds
@@ -58,6 +63,9 @@ func run(ctx context.Context, c command, onLine func(string)) ([]string, error) 
 	pw.Close()
 	if err != nil {
 		return nil, fmt.Errorf("failed to start %s: %w", c.argv[0], err)
+	}
+	if c.nice > 0 { // best effort: a build at the wrong niceness is still a build
+		_ = unix.Setpriority(unix.PRIO_PGRP, cmd.Process.Pid, c.nice)
 	}
 	waited := make(chan error, 1)
 	go func() {

@@ -3,7 +3,9 @@ package kernels
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,4 +73,57 @@ func TestRunStragglerDoesNotBlock(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("run took %v, want stragglers killed when the child exits", d)
 	}
+}
+
+// TestRunNice checks that a command with nice runs, with the children it
+// started, at that niceness: the shell prints its pid and its child's,
+// and each /proc/PID/stat is read while both still run.
+func TestRunNice(t *testing.T) {
+	own, err := strconv.Atoi(niceOf(t, "self")) // go test may run niced itself
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own > 14 {
+		t.Skipf("the test runs at niceness %d: no room above it", own)
+	}
+	for _, tc := range []struct {
+		name string
+		nice int
+		want string
+	}{
+		{"nicer than lab", own + 5, strconv.Itoa(own + 5)},
+		{"unset", 0, strconv.Itoa(own)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			c := command{argv: []string{"sh", "-c", "sleep 30 & echo $$ $!; wait"}, nice: tc.nice}
+			var got []string
+			_, err := run(ctx, c, func(line string) {
+				for _, pid := range strings.Fields(line) {
+					got = append(got, niceOf(t, pid))
+				}
+				cancel() // both seen: kill the group
+			})
+			if err != nil && ctx.Err() == nil {
+				t.Fatal(err)
+			}
+			if want := []string{tc.want, tc.want}; !slices.Equal(got, want) {
+				t.Errorf("niceness of the shell and its child %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// niceOf reads the niceness of process pid (field 19 of /proc/PID/stat).
+func niceOf(t *testing.T, pid string) string {
+	t.Helper()
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fields after the command name, which may hold spaces, start at 3.
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return fields[19-3]
 }

@@ -42,7 +42,7 @@ func (m *maker) make(ctx context.Context, target string, jobs int, onLine func(s
 	}
 	fmt.Fprintf(m.log, "$ %s\n", strings.Join(argv, " "))
 	env := append(os.Environ(), "CCACHE_DIR="+m.b.layout.ccacheDir())
-	c := command{argv: argv, env: env, log: m.log, jail: []string{m.b.layout.root}}
+	c := command{argv: argv, env: env, log: m.log, jail: []string{m.b.layout.root}, nice: m.b.nice}
 	return runMake(ctx, c, target, m.logPath, onLine)
 }
 

@@ -106,7 +106,7 @@ func (b *builder) planReuse(ctx context.Context) (*reusePlan, string, error) {
 	}
 	baseWork := b.layout.workDir(base.Name)
 	if !workBuilt(baseWork) {
-		opts := Options{CacheDir: b.layout.root, Jobs: b.jobs, Progress: b.progress}
+		opts := Options{CacheDir: b.layout.root, Jobs: b.jobs, Nice: b.nice, Progress: b.progress}
 		if _, err := Build(ctx, base, opts); err != nil {
 			return nil, "", fmt.Errorf("failed to build base %s: %w", base.Name, err)
 		}

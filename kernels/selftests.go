@@ -119,7 +119,7 @@ func BuildSelftests(ctx context.Context, spec *Spec, art *Artifact, opts Options
 		jobs = 2
 	}
 	sb := &selftestBuild{src: src, out: filepath.Join(tmp, "build"), install: filepath.Join(tmp, "install"), overlay: filepath.Join(tmp, "overlay"),
-		targets: strings.Join(selftestTargets(src, spec.Config.Selftests), " "), jobs: jobs, log: log, logPath: logPath,
+		targets: strings.Join(selftestTargets(src, spec.Config.Selftests), " "), jobs: jobs, nice: opts.Nice, log: log, logPath: logPath,
 		jail: []string{l.root}}
 	// make runs sandboxed: its uid must own the folders it writes (only
 	// those: tmp itself stays lab's). It may create files anywhere in the
@@ -270,6 +270,7 @@ type selftestBuild struct {
 	overlay           string // upper and work dirs of the overlay over src
 	targets           string
 	jobs              int
+	nice              int // Options.Nice
 	log               io.Writer
 	logPath           string
 	// jail is what the sandboxed commands reach (see command.jail).
@@ -389,7 +390,7 @@ func (sb *selftestBuild) xdpDummy(ctx context.Context) error {
 // line, and returns the whole output.
 func (sb *selftestBuild) exec(ctx context.Context, argv []string) ([]byte, error) {
 	var out bytes.Buffer
-	_, err := run(ctx, command{argv: argv, dir: "/", log: sb.log, jail: sb.jail}, func(line string) {
+	_, err := run(ctx, command{argv: argv, dir: "/", log: sb.log, jail: sb.jail, nice: sb.nice}, func(line string) {
 		out.WriteString(line)
 		out.WriteByte('\n')
 	})

@@ -14,6 +14,7 @@ import (
 
 	"napilab/kernels"
 	"napilab/results"
+	"napilab/results/stats"
 	"napilab/runner"
 )
 
@@ -55,7 +56,7 @@ but only when all three still match; otherwise it says why and runs A. Every run
 		Short: "List stored baselines and whether they fit this host",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			bs, err := results.LoadBaselines(o.dir)
+			bs, err := stats.LoadBaselines(o.dir)
 			if err != nil {
 				return err
 			}
@@ -85,7 +86,7 @@ but only when all three still match; otherwise it says why and runs A. Every run
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, n := range args {
-				if err := results.RemoveBaseline(o.dir, n); err != nil {
+				if err := stats.RemoveBaseline(o.dir, n); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", n)
@@ -115,11 +116,11 @@ func showBaseline(w io.Writer, dir, name, metrics string) error {
 	if err != nil {
 		return fmt.Errorf("bad --metrics: %w", err)
 	}
-	bs, err := results.LoadBaselines(dir)
+	bs, err := stats.LoadBaselines(dir)
 	if err != nil {
 		return err
 	}
-	i := slices.IndexFunc(bs, func(b *results.Baseline) bool { return b.Name == name })
+	i := slices.IndexFunc(bs, func(b *stats.Baseline) bool { return b.Name == name })
 	if i < 0 {
 		return fmt.Errorf("no baseline %q in %s (lab baseline list)", name, dir)
 	}
@@ -129,7 +130,7 @@ func showBaseline(w io.Writer, dir, name, metrics string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIGURE\tN\tMEDIAN\tMIN..MAX\tCV\tROBUST CV\tSMALLEST BUDGET")
 	n := len(runsOf(b))
-	for _, r := range results.Noise(b.Samples) {
+	for _, r := range stats.Noise(b.Samples) {
 		if !re.MatchString(r.Metric) {
 			continue
 		}
@@ -146,7 +147,7 @@ func smallestBudget(cv float64, n int) float64 {
 		return math.NaN()
 	}
 	for tol := 0.01; tol < 10; tol += 0.01 {
-		if results.RunsNeeded(max(cv, 1e-9), tol, 0.05, 0.8) <= n {
+		if stats.RunsNeeded(max(cv, 1e-9), tol, 0.05, 0.8) <= n {
 			return tol
 		}
 	}
@@ -164,7 +165,7 @@ func pct(f float64) string {
 }
 
 // runsOf is the distinct runs a baseline's samples come from.
-func runsOf(b *results.Baseline) map[int]bool {
+func runsOf(b *stats.Baseline) map[int]bool {
 	runs := map[int]bool{}
 	for _, s := range b.Samples {
 		runs[s.Run] = true
@@ -194,9 +195,9 @@ func recordBaseline(cmd *cobra.Command, g *globalOptions, o *baselineOptions, fi
 	s := arm.Cfg.Scenario
 	name := o.name
 	if name == "" {
-		name = results.DefaultBaselineName(s.Name, arm.Cfg.Kernel)
+		name = stats.DefaultBaselineName(s.Name, arm.Cfg.Kernel)
 	}
-	if err := results.CheckBaselineName(name); err != nil {
+	if err := stats.CheckBaselineName(name); err != nil {
 		return fmt.Errorf("bad --name: %w", err)
 	}
 	dir, err := results.NewRunDir(o.out, "baseline-"+name)
@@ -220,9 +221,9 @@ func recordBaseline(cmd *cobra.Command, g *globalOptions, o *baselineOptions, fi
 		k.Release = rs[0].Kernel.Release
 	}
 	k.BzImage = "" // a path of this machine
-	b := &results.Baseline{Name: name, Kernel: k, Scenario: s.Name, ScenarioHash: s.MeasureHash,
+	b := &stats.Baseline{Name: name, Kernel: k, Scenario: s.Name, ScenarioHash: s.MeasureHash,
 		Params: arm.Cfg.Params, Host: host, Repeat: o.repeat, Created: time.Now().UTC(), Samples: runner.Samples(runs)}
-	path, err := results.SaveBaseline(o.dir, b)
+	path, err := stats.SaveBaseline(o.dir, b)
 	if err != nil {
 		return err
 	}

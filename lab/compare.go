@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"napilab/kernels"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,7 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"napilab/kernels"
 	"napilab/results"
+	"napilab/results/report"
+	"napilab/results/stats"
 	"napilab/runner"
 	"napilab/scenarios"
 )
@@ -131,7 +133,7 @@ func compare(cmd *cobra.Command, g *globalOptions, o *compareOptions, file strin
 	if err != nil {
 		return &exitCodeError{code: exitError, err: err}
 	}
-	c := results.Compare(arms[0].Label, arms[1].Label, runner.Samples(runs), o.alpha, o.seed)
+	c := stats.Compare(arms[0].Label, arms[1].Label, runner.Samples(runs), o.alpha, o.seed)
 	if err := writeComparison(dir, c); err != nil {
 		return err
 	}
@@ -150,14 +152,14 @@ func compare(cmd *cobra.Command, g *globalOptions, o *compareOptions, file strin
 		c = &shown
 	}
 	c.WriteText(cmd.OutOrStdout())
-	if err := results.WriteComparisonReports(dir); err != nil {
+	if err := report.WriteComparison(dir); err != nil {
 		fmt.Fprintf(stderr, "note: compare.html not written: %v\n", err)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "comparison folder: %s (compare.html)\n", dir)
 	return nil
 }
 
-func writeComparison(dir string, c *results.Comparison) error {
+func writeComparison(dir string, c *stats.Comparison) error {
 	j, err := os.Create(filepath.Join(dir, "compare.json"))
 	if err != nil {
 		return err

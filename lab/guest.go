@@ -28,8 +28,10 @@ type guests struct {
 	log       io.Writer
 	agent     *images.Image // the agent-only image, built on first use
 	cache     map[string]guest
-	held      []*images.Image // Debian images held until the runs are done
-	cacheOnly bool            // use cached kernels only, building none (lab repro)
+	failed    map[string]error // kernel builds that failed, by spec and flavour
+	held      []*images.Image  // Debian images held until the runs are done
+	cacheOnly bool             // use cached kernels only, building none (lab repro)
+	nice      int              // builds' niceness (kernels.Options.Nice): lab run's guests beside them come first
 }
 
 // release drops the holds on the Debian images built, letting prunes remove them.
@@ -48,26 +50,44 @@ type guest struct {
 }
 
 func newGuests(g *globalOptions, makeJobs int, log io.Writer) *guests {
-	return &guests{g: g, makeJobs: makeJobs, log: log, cache: map[string]guest{}}
+	return &guests{g: g, makeJobs: makeJobs, log: log, cache: map[string]guest{}, failed: map[string]error{}}
 }
 
 // config returns the kernel- and image-derived part of a run's
 // configuration for the spec at kpath and a scenario needing the tests
 // (collection:test names; none for the agent-only image).
 func (gs *guests) config(ctx context.Context, kpath string, s *scenarios.Scenario) (runner.Config, error) {
-	fl := gs.flavour
+	debian, fl := gs.need(s)
+	gu, err := gs.build(ctx, kpath, debian, fl)
+	if err != nil || !debian {
+		return gu.cfg, err
+	}
+	return gu.cfg, gu.check(s.Kselftests())
+}
+
+// need says which guest the scenario boots: the Debian image or the
+// agent-only one, and the kernel's flavour (--flavour, debug if the
+// scenario asks for it, its kselftest collections' config).
+func (gs *guests) need(s *scenarios.Scenario) (debian bool, fl kernels.Flavour) {
+	fl = gs.flavour
 	if s.Machine.Flavour == scenarios.FlavourDebug {
 		fl.Debug = true
 	}
 	if !s.NeedsDebian() {
-		gu, err := gs.build(ctx, kpath, false, fl)
-		return gu.cfg, err
+		return false, fl
 	}
-	gu, err := gs.build(ctx, kpath, true, fl.Join(kernels.Flavour{Selftests: s.KselftestCollections()}))
-	if err != nil {
-		return runner.Config{}, err
+	return true, fl.Join(kernels.Flavour{Selftests: s.KselftestCollections()})
+}
+
+// guestKey names the guest the scenario boots, for grouping runs by what
+// they need built; "" is the plain one (the spec as --flavour builds it,
+// the agent-only image).
+func (gs *guests) guestKey(s *scenarios.Scenario) string {
+	debian, fl := gs.need(s)
+	if !debian && fl.String() == gs.flavour.String() {
+		return ""
 	}
-	return gu.cfg, gu.check(s.Kselftests())
+	return fmt.Sprintf("%v %s", debian, fl)
 }
 
 // build builds (once) a guest with the agent-only or the Debian image, the
@@ -77,7 +97,17 @@ func (gs *guests) build(ctx context.Context, kpath string, debian bool, fl kerne
 	if gu, ok := gs.cache[key]; ok {
 		return gu, nil
 	}
-	kern, spec, err := buildKernelFor(ctx, gs.g, kpath, fl, kernels.Options{Jobs: gs.makeJobs, CacheOnly: gs.cacheOnly}, progressWriter(gs.log, false))
+	gu, err := gs.buildGuest(ctx, kpath, debian, fl)
+	if err != nil {
+		return guest{}, err
+	}
+	gs.cache[key] = gu
+	return gu, nil
+}
+
+// buildGuest builds what build returns: the kernel, then the image.
+func (gs *guests) buildGuest(ctx context.Context, kpath string, debian bool, fl kernels.Flavour) (guest, error) {
+	kern, spec, err := gs.kernel(ctx, kpath, fl)
 	if err != nil {
 		return guest{}, err
 	}
@@ -92,11 +122,21 @@ func (gs *guests) build(ctx context.Context, kpath string, debian bool, fl kerne
 			gu.cfg = guestConfig(kpath, spec, kern, gs.agent)
 		}
 	}
-	if err != nil {
-		return guest{}, err
+	return gu, err
+}
+
+// kernel builds the spec at kpath as flavour fl. A build that failed is
+// not tried again (lab run: each scenario on the kernel is an ERROR at once).
+func (gs *guests) kernel(ctx context.Context, kpath string, fl kernels.Flavour) (*kernels.Artifact, *kernels.Spec, error) {
+	key := fmt.Sprintf("%s\x00%s", kpath, fl)
+	if err := gs.failed[key]; err != nil {
+		return nil, nil, err
 	}
-	gs.cache[key] = gu
-	return gu, nil
+	kern, spec, err := buildKernelFor(ctx, gs.g, kpath, fl, kernels.Options{Jobs: gs.makeJobs, CacheOnly: gs.cacheOnly, Nice: gs.nice}, progressWriter(gs.log, false))
+	if err != nil && ctx.Err() == nil { // an interrupted build says nothing of the next try
+		gs.failed[key] = err
+	}
+	return kern, spec, err
 }
 
 // debian builds the kernel's selftests (when its spec names collections)
@@ -107,7 +147,7 @@ func (gs *guests) debian(ctx context.Context, kpath string, spec *kernels.Spec, 
 	if colls := spec.Config.Selftests; len(colls) > 0 {
 		start := time.Now()
 		var err error
-		st, err = kernels.BuildSelftests(ctx, spec, kern, kernels.Options{CacheDir: gs.g.cache(), Jobs: gs.makeJobs})
+		st, err = kernels.BuildSelftests(ctx, spec, kern, kernels.Options{CacheDir: gs.g.cache(), Jobs: gs.makeJobs, Nice: gs.nice})
 		if err != nil {
 			return guest{}, fmt.Errorf("kselftests of %s: %w", spec.Name, err)
 		}

@@ -80,6 +80,7 @@ A scenario can run kselftests too, wrapped in load and toggles: a step "kselftes
 	cmd.Flags().IntVar(&o.cpus, "cpus", 2, "guest CPUs")
 	cmd.Flags().DurationVar(&o.kselftestTimeout, "timeout", 0, "cap each test's timeout (default: the collection's settings file, 1500s for net on 6.1)")
 	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines, only the verdict")
+	cmd.Flags().BoolVar(&o.buildFirst, "build-first", false, buildFirstUsage)
 	cmd.Flags().BoolVar(&o.list, "list", false, "build the net selftests and list the tests (collection:test)")
 	addFlakeFlags(cmd, &o.flakes)
 	o.parallel = 1

@@ -12,6 +12,8 @@ import (
 
 	"napilab/kernels"
 	"napilab/results"
+	"napilab/results/report"
+	"napilab/results/stats"
 	"napilab/runner"
 	"napilab/scenarios"
 )
@@ -40,11 +42,11 @@ type perfJob struct {
 }
 
 // budgets converts a perf block's budgets.
-func budgets(p *scenarios.Perf) []results.Budget {
-	var out []results.Budget
+func budgets(p *scenarios.Perf) []stats.Budget {
+	var out []stats.Budget
 	for _, b := range p.Budgets {
 		m, drop, rise := b.Bounds()
-		out = append(out, results.Budget{Metric: m, MaxDrop: drop, MaxRise: rise})
+		out = append(out, stats.Budget{Metric: m, MaxDrop: drop, MaxRise: rise})
 	}
 	return out
 }
@@ -106,10 +108,10 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 	if err != nil {
 		return fail(results.Error, "%v", err)
 	}
-	var saved *results.Baseline
-	var list []*results.Baseline
+	var saved *stats.Baseline
+	var list []*stats.Baseline
 	if stored != "" || o.perf.againstBaseline {
-		if list, err = results.LoadBaselines(o.perf.baselines); err != nil {
+		if list, err = stats.LoadBaselines(o.perf.baselines); err != nil {
 			return fail(results.Error, "%v", err)
 		}
 	}
@@ -120,7 +122,7 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 		var why []string
 		for _, b := range list {
 			if b.Name == stored {
-				saved, why = results.FindBaseline([]*results.Baseline{b}, stored, b.Kernel.Key, s.MeasureHash, host)
+				saved, why = stats.FindBaseline([]*stats.Baseline{b}, stored, b.Kernel.Key, s.MeasureHash, host)
 			}
 		}
 		if saved == nil {
@@ -143,7 +145,7 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 		aLabel = a.Kernel.Spec
 		if o.perf.againstBaseline {
 			var why []string
-			saved, why = results.FindBaseline(list, "", a.Kernel.Key, s.MeasureHash, host)
+			saved, why = stats.FindBaseline(list, "", a.Kernel.Key, s.MeasureHash, host)
 			if saved != nil {
 				aLabel += " (stored " + saved.Name + ")"
 			} else {
@@ -177,7 +179,7 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 	if err != nil {
 		return fail(results.Error, "%v (perf folder %s)", err, dir)
 	}
-	check := func() *results.PerfCheck {
+	check := func() *stats.PerfCheck {
 		samples := runner.Samples(runs)
 		if saved != nil {
 			for _, x := range saved.Samples {
@@ -185,7 +187,7 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 				samples = append(samples, x)
 			}
 		}
-		return results.CheckBudgets(aLabel, bArm.Label, samples, budgets(s.Perf), s.Perf.Alpha, o.perf.seed)
+		return stats.CheckBudgets(aLabel, bArm.Label, samples, budgets(s.Perf), s.Perf.Alpha, o.perf.seed)
 	}
 	pc := check()
 	n := s.Perf.Repeat
@@ -224,7 +226,7 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 // undecided at n runs: maxRepeat, unless no undecided budget could be
 // decided there (its runs needed are beyond it), or n when there is nothing
 // to look at again.
-func secondLook(pc *results.PerfCheck, n, maxRepeat int) int {
+func secondLook(pc *stats.PerfCheck, n, maxRepeat int) int {
 	if pc.Verdict != results.Inconclusive || maxRepeat <= n {
 		return n
 	}
@@ -244,11 +246,11 @@ func orNone(why []string) string {
 }
 
 // writePerf writes the budget check as perf.json, perf.md and perf.html.
-func writePerf(dir string, pc *results.PerfCheck, a, b []*results.Result) error {
+func writePerf(dir string, pc *stats.PerfCheck, a, b []*results.Result) error {
 	for name, write := range map[string]func(io.Writer) error{
 		"perf.json": pc.WriteJSON,
 		"perf.md":   func(w io.Writer) error { pc.WriteMarkdown(w); return nil },
-		"perf.html": func(w io.Writer) error { return results.WritePerfHTML(w, pc, a, b) },
+		"perf.html": func(w io.Writer) error { return report.WritePerfHTML(w, pc, a, b) },
 	} {
 		f, err := os.Create(filepath.Join(dir, name))
 		if err != nil {

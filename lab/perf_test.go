@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"napilab/results"
+	"napilab/results/stats"
 	"napilab/scenarios"
 )
 
@@ -115,7 +116,7 @@ func TestPerfControls(t *testing.T) {
 		if !strings.Contains(got, "baseline udp-flood@stock-6.1: 5 runs") {
 			t.Fatalf("record:\n%s", got)
 		}
-		bs, err := results.LoadBaselines(baselines)
+		bs, err := stats.LoadBaselines(baselines)
 		if err != nil || len(bs) != 1 || bs[0].Kernel.Key == "" || bs[0].Host.QEMU == "" {
 			t.Fatalf("stored: %v %+v", err, bs)
 		}
@@ -132,20 +133,20 @@ func TestPerfControls(t *testing.T) {
 }
 
 func TestSecondLook(t *testing.T) {
-	check := func(v results.Verdict, needed ...int) *results.PerfCheck {
-		pc := &results.PerfCheck{Verdict: v}
+	check := func(v results.Verdict, needed ...int) *stats.PerfCheck {
+		pc := &stats.PerfCheck{Verdict: v}
 		for _, n := range needed {
 			bv := results.Pass
 			if n > 0 {
 				bv = results.Inconclusive
 			}
-			pc.Budgets = append(pc.Budgets, results.BudgetResult{Verdict: bv, Needed: n})
+			pc.Budgets = append(pc.Budgets, stats.BudgetResult{Verdict: bv, Needed: n})
 		}
 		return pc
 	}
 	for _, tc := range []struct {
 		name string
-		pc   *results.PerfCheck
+		pc   *stats.PerfCheck
 		max  int
 		want int
 	}{

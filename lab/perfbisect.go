@@ -10,6 +10,7 @@ import (
 	"napilab/kernels"
 	"napilab/patches"
 	"napilab/results"
+	"napilab/results/stats"
 	"napilab/runner"
 	"napilab/scenarios"
 )
@@ -25,7 +26,7 @@ func perfBisect(cmd *cobra.Command, o *bisectOptions, s *scenarios.Scenario, par
 	if s.Perf == nil {
 		return fmt.Errorf("%s has no perf: block: --metric needs a perf scenario with a budget on the metric", s.Path)
 	}
-	var budget *results.Budget
+	var budget *stats.Budget
 	var names []string
 	for _, b := range budgets(s.Perf) {
 		names = append(names, b.Metric)
@@ -58,7 +59,7 @@ func perfBisect(cmd *cobra.Command, o *bisectOptions, s *scenarios.Scenario, par
 	if baseRuns == nil {
 		return &exitCodeError{code: exitError, err: fmt.Errorf("the base kernel does not build")}
 	}
-	checks := map[int]results.BudgetResult{}
+	checks := map[int]stats.BudgetResult{}
 	test := func(k int) (runner.Outcome, error) {
 		rs, err := runs(k)
 		switch {
@@ -77,9 +78,9 @@ func perfBisect(cmd *cobra.Command, o *bisectOptions, s *scenarios.Scenario, par
 				return runner.Bad, nil
 			}
 		}
-		pc := results.CheckBudgets("k0", fmt.Sprintf("k%d", k),
+		pc := stats.CheckBudgets("k0", fmt.Sprintf("k%d", k),
 			runner.Samples(map[string][]*results.Result{"k0": baseRuns, fmt.Sprintf("k%d", k): rs}),
-			[]results.Budget{*budget}, s.Perf.Alpha, 1)
+			[]stats.Budget{*budget}, s.Perf.Alpha, 1)
 		br := pc.Budgets[0]
 		checks[k] = br
 		fmt.Fprintf(stderr, "patches 1..%d: %s %s\n", k, br.Verdict, br.Reason)

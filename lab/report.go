@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"napilab/results"
+	"napilab/results/report"
 )
 
 func newReportCmd(_ *globalOptions) *cobra.Command {
@@ -42,21 +43,21 @@ func renderReports(w io.Writer, dirs []string) error {
 }
 
 func renderReport(w io.Writer, dir string) error {
-	if results.IsComparison(dir) {
-		if err := results.WriteComparisonReports(dir); err != nil {
+	if report.IsComparison(dir) {
+		if err := report.WriteComparison(dir); err != nil {
 			return err
 		}
-		fmt.Fprintln(w, filepath.Join(dir, results.CompareHTMLFile))
+		fmt.Fprintln(w, filepath.Join(dir, report.CompareHTMLFile))
 		return nil
 	}
 	r, err := results.Read(filepath.Join(dir, results.ResultFile))
 	if err != nil {
 		return err
 	}
-	if err := r.WriteReports(dir); err != nil {
+	if err := report.WriteRun(dir, r); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, filepath.Join(dir, results.ReportFile))
+	fmt.Fprintln(w, filepath.Join(dir, report.HTMLFile))
 	return nil
 }
 
@@ -84,7 +85,7 @@ func newResultsCmd(_ *globalOptions) *cobra.Command {
 		Short: "Join the run folders of CI shards into one folder with one junit.xml; exit with the worst verdict",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rs, err := results.Merge(args, mergeOut)
+			rs, err := report.Merge(args, mergeOut)
 			if err != nil {
 				return err
 			}
@@ -108,7 +109,7 @@ func newResultsCmd(_ *globalOptions) *cobra.Command {
 }
 
 func listResults(w io.Writer, o *resultsListOptions) error {
-	folders, err := results.ListFolders(o.out)
+	folders, err := report.ListFolders(o.out)
 	if err != nil {
 		return err
 	}

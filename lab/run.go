@@ -1,17 +1,21 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io"
-	"napilab/kernels"
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"napilab/kernels"
 	"napilab/results"
+	"napilab/results/stats"
 	"napilab/runner"
 	"napilab/scenarios"
 )
@@ -30,6 +34,8 @@ type runOptions struct {
 	shard     string
 	verbose   bool // progress lines from the runner (single-guest runs)
 	flavour   string
+	// buildFirst builds every kernel before the first run (no run beside a build).
+	buildFirst bool
 	// kselftestTimeout caps each kselftest's timeout (0: its collection's settings).
 	kselftestTimeout time.Duration
 	flakes           flakeOptions
@@ -50,7 +56,12 @@ A scenario with a perf: block runs as an A/B measurement after the others: its b
 default the spec the tested kernel extends) and the tested kernel interleaved, perf.repeat runs each,
 then every budget is checked: FAIL when a metric moved past its budget beyond the run-to-run noise,
 INCONCLUSIVE (exit code 3) when the noise hides whether it did, with the runs that would decide.
---against-baseline takes side A from a fitting stored baseline (lab baseline record).`,
+--against-baseline takes side A from a fitting stored baseline (lab baseline record).
+Runs start as soon as the guest they boot is built, while the next builds: every kernel in order,
+then the flavours and images some scenarios need (kselftest, debug). Builds beside runs are niced;
+guests beside them still boot slower and time noisier (timing-only failures run once more); perf
+runs wait for every build. A failed build is an ERROR for the scenarios that needed it; the others
+run. --build-first builds everything before the first run.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runScenarios(cmd, g, o, args)
@@ -69,12 +80,16 @@ INCONCLUSIVE (exit code 3) when the noise hides whether it did, with the runs th
 	cmd.Flags().StringVar(&o.shard, "shard", "", "run only shard K/N of the matrix, e.g. 2/4")
 	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "print the runner's progress (boot, steps, kselftests)")
 	cmd.Flags().StringVar(&o.flavour, "flavour", "", flavourUsage)
+	cmd.Flags().BoolVar(&o.buildFirst, "build-first", false, buildFirstUsage)
 	addFlakeFlags(cmd, &o.flakes)
 	cmd.Flags().BoolVar(&o.perf.againstBaseline, "against-baseline", false, "perf scenarios: take side A from a fitting stored baseline instead of running it")
 	cmd.Flags().StringVar(&o.perf.baselines, "baselines", defaultBaselines, "folder of stored baselines (lab baseline)")
 	cmd.Flags().Int64Var(&o.perf.seed, "seed", 1, "perf scenarios: bootstrap seed")
 	return cmd
 }
+
+// buildFirstUsage documents --build-first wherever lab runs several kernels.
+const buildFirstUsage = "build every kernel before the first run (no run shares the host with a build)"
 
 func parseParams(kv []string) (map[string]string, error) {
 	out := map[string]string{}
@@ -129,9 +144,12 @@ type planned struct {
 }
 
 // runPlan runs every planned scenario on every kernel of o, shard k of n.
+// Runs start as soon as their guest (kernel, flavour, image) is built,
+// while the next one builds (streamKernels), unless --build-first; perf
+// runs come after every build and every other run.
 func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned, k, n int) error {
 	ctx := cmd.Context()
-	stderr := cmd.ErrOrStderr()
+	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	gs := newGuests(g, o.makeJobs, stderr)
 	defer gs.release()
 	var err error
@@ -141,91 +159,29 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 	if err := o.flakes.check(cmd, o.repeat > 1 || o.untilFail); err != nil {
 		return err
 	}
-	var jobs []runner.Job
-	var perfJobs []perfJob
-	memory := 0
-	out := cmd.OutOrStdout()
-	for _, kpath := range o.kernels {
-		for _, p := range plan {
-			base, err := gs.config(ctx, kpath, p.s)
-			if err != nil {
-				return err
-			}
-			if why := p.s.Unsupported(base.Kernel.Release); why != "" {
-				fmt.Fprintf(out, "SKIP  %s on %s (%s): %s\n", p.s.Name, base.Kernel.Spec, base.Kernel.Release, why)
-				continue
-			}
-			s, params, err := forKernel(base, p.s, p.params)
-			if err != nil {
-				return err
-			}
-			if why := skippedOn(base, s); why != "" {
-				fmt.Fprintf(out, "SKIP  %s on %s (%s): %s\n", p.s.Name, base.Kernel.Spec, base.Kernel.Release, why)
-				continue
-			}
-			if s.Perf != nil {
-				cfg := base
-				cfg.Scenario, cfg.Accel, cfg.Params, cfg.NoPolls = s, o.accel, params, o.noPolls
-				perfJobs = append(perfJobs, perfJob{s: s, params: p.params, kpath: kpath, b: cfg})
-				continue
-			}
-			group := fmt.Sprintf("%s@%s%s", p.s.Name, base.Kernel.Spec, paramSuffix(p.params))
-			for i := 1; i <= o.repeat; i++ {
-				name := group
-				if o.repeat > 1 {
-					name += fmt.Sprintf("#%d", i)
-				}
-				memory = max(memory, s.Machine.MemoryMB, base.MinMemoryMB)
-				cfg := base
-				if o.kselftestTimeout > 0 {
-					cfg.KselftestTimeouts = map[string]time.Duration{}
-					for c, d := range base.KselftestTimeouts {
-						cfg.KselftestTimeouts[c] = min(d, o.kselftestTimeout)
-					}
-				}
-				if o.verbose {
-					cfg.Logf = func(f string, a ...any) { fmt.Fprintf(stderr, "  "+f+"\n", a...) }
-				}
-				cfg.Scenario, cfg.Accel, cfg.Params, cfg.NoPolls = s, o.accel, params, o.noPolls
-				j := runner.Job{Name: name, Group: group, Estimate: s.Estimate(), Cfg: cfg}
-				o.flakes.apply(&j)
-				jobs = append(jobs, j)
-			}
-		}
-	}
-	jobs = runner.Shard(jobs, k, n)
-	for i := range jobs {
-		if jobs[i].Cfg.OutDir, err = results.NewRunDir(o.out, jobs[i].Name); err != nil {
+	for _, kpath := range o.kernels { // a bad spec fails before any build
+		if _, err := kernels.LoadSpec(kpath); err != nil {
 			return err
 		}
 	}
-	ran := map[string]bool{}
-	defer func() { // the folders of runs --until-fail or Ctrl-C never started
-		for _, j := range jobs {
-			if !ran[j.Cfg.OutDir] {
-				os.Remove(j.Cfg.OutDir) // only if empty
-			}
-		}
-	}()
-	parallel := runner.MaxParallel(o.parallel, memory)
-	if len(jobs) > 1 {
-		fmt.Fprintf(stderr, "%d runs, %d at once\n", len(jobs), parallel)
+	groups := groupPlan(plan, gs.guestKey)
+	if !o.buildFirst && len(o.kernels)*len(groups) > 1 { // builds beside runs
+		var mu sync.Mutex
+		out, stderr = &syncWriter{mu: &mu, w: out}, &syncWriter{mu: &mu, w: stderr}
+		gs.log = stderr // whole progress lines, not a terminal's rewritten one
+		gs.nice = buildNice
 	}
-	groups := map[string][]*results.Result{}
-	worst := results.Pass
-	runner.RunBatch(ctx, jobs, parallel, o.untilFail, func(j runner.Job, r *results.Result) {
-		ran[j.Cfg.OutDir] = true
-		printVerdict(out, r, runDir(j, r))
-		groups[j.Group] = append(groups[j.Group], r)
-		if r.Verdict.Worse(worst) {
-			worst = r.Verdict
-		}
-	})
+	pl := &planner{config: gs.config, o: o, groups: groups, k: k, n: n, out: out, log: stderr, worst: results.Pass,
+		parallel: runner.MaxParallel(o.parallel, planMemory(plan))}
+	worst, byGroup := runBuilt(ctx, pl)
+	if pl.worst.Worse(worst) {
+		worst = pl.worst
+	}
 	if o.repeat > 1 {
-		printFlakes(out, groups)
+		printFlakes(out, byGroup)
 	}
-	// Perf runs come last, one guest at a time: a guest beside them is noise.
-	for i, j := range perfJobs {
+	// Perf runs come last, one guest at a time: a guest or a build beside them is noise.
+	for i, j := range pl.perf {
 		if ctx.Err() != nil || i%n != k-1 {
 			continue
 		}
@@ -240,6 +196,31 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 		return nil
 	}
 	return &exitCodeError{code: worst.ExitCode()}
+}
+
+// runBuilt runs the runs pl plans as their guests are built and returns
+// their worst verdict and the results by group. It returns once
+// the builds have stopped, removing the run folders that never ran.
+func runBuilt(ctx context.Context, pl *planner) (results.Verdict, map[string][]*results.Result) {
+	ran := map[string]bool{}
+	groups := map[string][]*results.Result{}
+	worst := results.Pass
+	each := func(j runner.Job, r *results.Result) {
+		ran[j.Cfg.OutDir] = true
+		printVerdict(pl.out, r, runDir(j, r))
+		groups[j.Group] = append(groups[j.Group], r)
+		if r.Verdict.Worse(worst) {
+			worst = r.Verdict
+		}
+	}
+	runStream(ctx, pl.o.kernels, len(pl.groups), pl.o.buildFirst, pl.pass,
+		runner.StreamOptions{Parallel: pl.parallel, UntilFail: pl.o.untilFail, Each: each})
+	for _, dir := range pl.dirs { // the folders of runs --until-fail or Ctrl-C never started
+		if !ran[dir] {
+			os.Remove(dir) // only if empty
+		}
+	}
+	return worst, groups
 }
 
 // parseShard reads "K/N"; "" is the whole matrix.
@@ -261,7 +242,7 @@ func printFlakes(w io.Writer, groups map[string][]*results.Result) {
 	sort.Strings(names)
 	fmt.Fprintln(w, "\nfailure rates:")
 	for _, g := range names {
-		f := results.SummariseFlakes(groups[g])
+		f := stats.SummariseFlakes(groups[g])
 		fmt.Fprintf(w, "  %s: %s\n", g, f)
 		for _, t := range f.SortedTitles() {
 			fmt.Fprintf(w, "    %3d x %s\n", f.Titles[t], t)
@@ -308,7 +289,14 @@ func paramSuffix(p map[string]string) string {
 	return b.String()
 }
 
+// printVerdict writes r's verdict block in one write: builds may print beside it.
 func printVerdict(w io.Writer, r *results.Result, dir string) {
+	var b bytes.Buffer
+	writeVerdict(&b, r, dir)
+	w.Write(b.Bytes())
+}
+
+func writeVerdict(w io.Writer, r *results.Result, dir string) {
 	fmt.Fprintf(w, "%s  %s on %s (%s)  boot %.1fs, timeline %.1fs, total %.1fs\n",
 		r.Verdict, r.Scenario, r.Kernel.Spec, r.Kernel.Release, r.Timings.Boot, r.Timings.Timeline, r.Timings.Total)
 	shown := map[string]bool{} // failed assertions are printed above their reason

@@ -7,7 +7,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 	"github.com/spf13/cobra"
 
-	"napilab/results"
+	"napilab/results/metrics"
 	"napilab/scenarios"
 )
 
@@ -100,7 +100,7 @@ func lintFiles(w io.Writer, files []string, params map[string]string, strict boo
 
 func listMetrics(w io.Writer) {
 	fmt.Fprintln(w, "metric names: <family>.<field>[.cpuN]; without .cpuN per-CPU fields are summed")
-	for _, m := range results.KnownMetrics {
+	for _, m := range metrics.Known {
 		fmt.Fprintf(w, "\n%s  (%s, %s)\n  %s\n", m.Pattern, m.File, m.Unit, m.Meaning)
 	}
 }

@@ -97,32 +97,6 @@ func TestKselftestRecorded(t *testing.T) {
 	}
 }
 
-// TestKselftestJUnit: a kselftest is a case, its subtests are cases of
-// their own, skips are <skipped> and count in the suite.
-func TestKselftestJUnit(t *testing.T) {
-	data, err := os.ReadFile("testdata/ktap/net_tap.out")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tap := KselftestFromOutput("net:tap", string(data))
-	tap.Subtests[1].Status, tap.Subtests[1].Directive = KFail, ""
-	r := &Result{Scenario: "kselftest", Verdict: Fail, Kselftests: []Kselftest{tap,
-		{Name: "net:tls", Status: KSkip, Reason: "SKIP: tls did not compile"}}}
-	path := filepath.Join(t.TempDir(), "junit.xml")
-	if err := r.WriteJUnit(path); err != nil {
-		t.Fatal(err)
-	}
-	out, _ := os.ReadFile(path)
-	for _, want := range []string{`tests="5" failures="1" errors="0" skipped="1"`,
-		`<testcase name="tap.test_packet_valid_udp_csum" classname="kselftest.net.tap">`,
-		`<failure message="not ok tap.test_packet_valid_udp_csum">`,
-		`<testcase name="tls" classname="kselftest.net"`, `<skipped message="SKIP: tls did not compile">`} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("junit.xml lacks %s:\n%s", want, out)
-		}
-	}
-}
-
 func TestSummaries(t *testing.T) {
 	subs := []KTAPCase{{Status: KSkip}, {Status: KPass}, {Status: KFail}, {Status: KPass}}
 	if got := SubtestSummary(subs); got != "2 pass, 1 fail, 1 skip" {

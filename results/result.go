@@ -1,6 +1,10 @@
 // Package results is the lab's result model: verdicts, assertion outcomes,
-// kernel splats found on the console, and the files a run leaves behind
-// (result.json, junit.xml). It knows nothing of VMs.
+// the kernel splats and kselftests a run found, its figures, and the run
+// folder (result.json, samples.jsonl). It knows nothing of VMs.
+//
+// Its subpackages import it, never the reverse: splat finds kernel reports
+// in guest text, metrics parses sampled sources and metric names, stats
+// compares runs, and report writes JUnit, KTAP, KCIDB and HTML.
 //
 //	r := &results.Result{Scenario: "x", Verdict: results.Pass}
 //	err := r.Write(dir)
@@ -269,16 +273,49 @@ type Hang struct {
 	Evidence string `json:"evidence,omitempty"` // stacks, SysRq output
 }
 
-// Write stores result.json and junit.xml in dir.
+// Title names a run's failure the same way each time it happens: the first
+// kernel splat not allowed, else the hang, else the failed assertions, else
+// the first reason. PASS has no title.
+func (r *Result) Title() string {
+	if r.Verdict == Pass {
+		return ""
+	}
+	for _, s := range r.Splats {
+		if s.Allowed == "" {
+			return s.Title
+		}
+	}
+	if r.Hang != nil {
+		if r.Hang.Function != "" {
+			return "hang in " + r.Hang.Function
+		}
+		return "hang in step " + r.Hang.Step
+	}
+	// A measured failure names a FAIL better than one the lab could not measure.
+	for _, measured := range []bool{true, false} {
+		for _, a := range r.Asserts {
+			if !a.Passed && (!measured || !a.Unmeasured) {
+				return "assertion failed: " + a.Name
+			}
+		}
+	}
+	if len(r.Reasons) > 0 {
+		return r.Reasons[0]
+	}
+	return string(r.Verdict)
+}
+
+// Write stores result.json in dir; report.Save adds junit.xml and the
+// reports.
 func (r *Result) Write(dir string) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "result.json"), append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, ResultFile), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("failed to write result: %w", err)
 	}
-	return r.WriteJUnit(filepath.Join(dir, "junit.xml"))
+	return nil
 }
 
 // MaxResultSize bounds the result.json Read accepts.

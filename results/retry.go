@@ -36,8 +36,9 @@ func (r *Retry) Reasons() []string {
 	return out
 }
 
-// failedFirst is a's outcome in the run r retried, if it failed there.
-func (r *Retry) failedFirst(name string) (Assert, bool) {
+// FailedFirst is the outcome of the assertion name in the run r retried,
+// if it failed there.
+func (r *Retry) FailedFirst(name string) (Assert, bool) {
 	if r != nil {
 		for _, a := range r.Failed {
 			if a.Name == name {

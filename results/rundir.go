@@ -1,6 +1,7 @@
 package results
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,12 @@ import (
 	"strings"
 	"syscall"
 	"time"
+)
+
+// Files of a run folder the model reads; the report package names the others.
+const (
+	ResultFile  = "result.json"
+	SamplesFile = "samples.jsonl"
 )
 
 // MaxNameLen bounds a scenario or kernel spec name: it becomes part of a
@@ -109,4 +116,53 @@ func ReadRegular(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s grew over the limit of %d bytes", path, limit)
 	}
 	return b, nil
+}
+
+// SampleLine is one line of a run's samples.jsonl: one snapshot taken for a
+// sampler group.
+type SampleLine struct {
+	Group  string         `json:"group"`  // the sampler group, e.g. "softirqs" or "metrics"
+	Host   float64        `json:"host"`   // seconds since the timeline began
+	Sample SampleSnapshot `json:"sample"` // what the guest read
+}
+
+// SampleSnapshot is every source read at (nearly) the same instant.
+type SampleSnapshot struct {
+	T      float64           `json:"t"`                // guest uptime, seconds
+	Values map[string]string `json:"values"`           // source -> raw text, e.g. "softirqs" -> /proc/softirqs
+	Errors map[string]string `json:"errors,omitempty"` // source -> why it could not be read
+}
+
+// ReadSamples reads a samples.jsonl file.
+func ReadSamples(path string) ([]SampleLine, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []SampleLine
+	dec := json.NewDecoder(f)
+	for {
+		var s SampleLine
+		if err := dec.Decode(&s); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return out, fmt.Errorf("%s: sample %d: %w", path, len(out)+1, err)
+		}
+		out = append(out, s)
+	}
+}
+
+// LoadRun reads a run folder: its result.json and, when present, its
+// samples.jsonl (a run that ended before its timeline has none).
+func LoadRun(dir string) (*Result, []SampleLine, error) {
+	r, err := Read(filepath.Join(dir, ResultFile))
+	if err != nil {
+		return nil, nil, err
+	}
+	samples, err := ReadSamples(filepath.Join(dir, SamplesFile))
+	if errors.Is(err, os.ErrNotExist) {
+		err = nil
+	}
+	return r, samples, err
 }

@@ -57,38 +57,87 @@ func MaxParallel(want int, memoryMB int) int {
 // starts no new job after the first FAIL. each is called as runs finish
 // (never concurrently).
 func RunBatch(ctx context.Context, jobs []Job, parallel int, untilFail bool, each func(Job, *results.Result)) []*results.Result {
-	order := append([]Job(nil), jobs...)
-	sort.SliceStable(order, func(i, j int) bool { return order[i].Estimate > order[j].Estimate })
+	batches := make(chan []Job, 1)
+	batches <- jobs
+	close(batches)
+	return RunStream(ctx, batches, StreamOptions{Parallel: parallel, UntilFail: untilFail, Each: each})
+}
+
+// StreamOptions tune RunStream.
+type StreamOptions struct {
+	// Parallel is how many jobs run at once (at least 1).
+	Parallel int
+	// UntilFail starts no new job after the first FAIL.
+	UntilFail bool
+	// Each is called as runs finish, never concurrently; may be nil.
+	Each func(Job, *results.Result)
+	// Run runs one configuration; nil means Run (tests pass a fake).
+	Run func(context.Context, Config) *results.Result
+}
+
+// RunStream runs the jobs of each batch as the batch arrives (lab run: a
+// kernel's runs as soon as it is built), each batch longest first, the
+// next batch's jobs taking the slots the last one frees. It returns when
+// batches is closed and every started run is done, or, without draining
+// batches, once ctx ends or (UntilFail) a run FAILed and the started runs
+// are done: a sender must not block on batches then (buffer it, or select
+// on a context the caller cancels).
+func RunStream(ctx context.Context, batches <-chan []Job, o StreamOptions) []*results.Result {
+	run := o.Run
+	if run == nil {
+		run = Run
+	}
 	var (
 		mu     sync.Mutex
 		out    []*results.Result
 		failed bool
 		wg     sync.WaitGroup
+		open   = true
+		// failedCh closes at the first FAIL when UntilFail: no batch is waited for then.
+		failedCh = make(chan struct{})
 	)
-	sem := make(chan struct{}, max(parallel, 1))
-	for _, j := range order {
-		sem <- struct{}{}
+	stopped := func() bool {
 		mu.Lock()
-		stop := ctx.Err() != nil || untilFail && failed
-		mu.Unlock()
-		if stop {
-			<-sem
-			break
-		}
-		wg.Add(1)
-		go func(j Job) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			r := runJob(ctx, j, Run)
-			mu.Lock()
-			defer mu.Unlock()
-			out = append(out, r)
-			failed = failed || r.Verdict == results.Fail
-			if each != nil {
-				each(j, r)
-			}
-		}(j)
+		defer mu.Unlock()
+		return ctx.Err() != nil || o.UntilFail && failed
 	}
-	wg.Wait()
-	return out
+	sem := make(chan struct{}, max(o.Parallel, 1))
+	for {
+		var batch []Job
+		select {
+		case <-ctx.Done():
+		case <-failedCh:
+		case batch, open = <-batches:
+		}
+		if !open || stopped() {
+			wg.Wait()
+			return out
+		}
+		order := append([]Job(nil), batch...)
+		sort.SliceStable(order, func(i, j int) bool { return order[i].Estimate > order[j].Estimate })
+		for _, j := range order {
+			sem <- struct{}{}
+			if stopped() {
+				<-sem
+				wg.Wait()
+				return out
+			}
+			wg.Add(1)
+			go func(j Job) {
+				defer wg.Done()
+				defer func() { <-sem }()
+				r := runJob(ctx, j, run)
+				mu.Lock()
+				defer mu.Unlock()
+				out = append(out, r)
+				if r.Verdict == results.Fail && !failed && o.UntilFail {
+					close(failedCh)
+				}
+				failed = failed || r.Verdict == results.Fail
+				if o.Each != nil {
+					o.Each(j, r)
+				}
+			}(j)
+		}
+	}
 }

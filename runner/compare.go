@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"napilab/results"
+	"napilab/results/stats"
 )
 
 // Arm is one side of a comparison: a kernel and scenario parameters.
@@ -50,7 +51,7 @@ func Interleave(ctx context.Context, arms []Arm, outDir string, from, to int, ea
 // name order (the table keeps the order of first appearance). A who-polled
 // figure some run lacks is 0 in it when it recorded who polled
 // (results.Result.FigureValue): runs keep only the contexts they saw.
-func Samples(runs map[string][]*results.Result) []results.Sample {
+func Samples(runs map[string][]*results.Result) []stats.Sample {
 	names := map[string]bool{}
 	for _, rs := range runs {
 		for _, r := range rs {
@@ -59,12 +60,12 @@ func Samples(runs map[string][]*results.Result) []results.Sample {
 			}
 		}
 	}
-	var out []results.Sample
+	var out []stats.Sample
 	for _, label := range slices.Sorted(maps.Keys(runs)) {
 		for i, r := range runs[label] {
 			for _, name := range slices.Sorted(maps.Keys(names)) {
 				if v, ok := r.FigureValue(name); ok {
-					out = append(out, results.Sample{Metric: name, Kernel: label, Run: i + 1, Value: v})
+					out = append(out, stats.Sample{Metric: name, Kernel: label, Run: i + 1, Value: v})
 				}
 			}
 		}

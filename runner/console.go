@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"napilab/results"
+	"napilab/results/splat"
 )
 
 // consoleLimits bound what the console keeps of an untrusted guest's output:
@@ -115,8 +116,8 @@ func (c *console) add(raw []byte, size int64) {
 	if size > int64(len(raw)) {
 		c.cut++
 	}
-	if results.SplatStart(l.text) {
-		c.pinTo = l.n + results.SplatReportLines - 1
+	if splat.Starts(l.text) {
+		c.pinTo = l.n + splat.ReportLines - 1
 	}
 	l.pinned = l.n <= c.pinTo
 	if !c.full && c.written+len(l.text)+1 <= c.lim.file {
@@ -198,12 +199,12 @@ func (c *console) kept() []consoleLine {
 }
 
 // lines returns the kept lines for the splat search.
-func (c *console) lines() []results.ConsoleLine {
+func (c *console) lines() []splat.Line {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []results.ConsoleLine
+	var out []splat.Line
 	for _, l := range c.kept() {
-		out = append(out, results.ConsoleLine{N: l.n, Text: l.text})
+		out = append(out, splat.Line{N: l.n, Text: l.text})
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 
 	"napilab/images/wire"
 	"napilab/results"
+	"napilab/results/metrics"
 	"napilab/scenarios"
 )
 
@@ -227,12 +228,12 @@ func windowMin(b []uint64, width int) (min uint64, at, n int) {
 }
 
 // metricValue reads a metric from one snapshot.
-func metricValue(m results.MetricRef, s wire.Sample) (float64, error) {
+func metricValue(m metrics.Ref, s wire.Sample) (float64, error) {
 	text, ok := s.Values[m.Source]
 	if !ok {
 		return 0, fmt.Errorf("%s was not sampled: %s", m.Source, s.Errors[m.Source])
 	}
-	series, err := results.ParseSource(m.Source, text)
+	series, err := metrics.ParseSource(m.Source, text)
 	if err != nil {
 		return 0, err
 	}
@@ -246,7 +247,7 @@ func metricValue(m results.MetricRef, s wire.Sample) (float64, error) {
 // metricDelta is a metric's change between the snapshots taken before and
 // after the timeline, and the guest seconds between them.
 func (t *timeline) metricDelta(name string) (delta, seconds float64, err error) {
-	m, err := results.ParseMetric(name)
+	m, err := metrics.Parse(name)
 	if err != nil {
 		return 0, 0, err
 	}

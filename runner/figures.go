@@ -8,6 +8,7 @@ import (
 
 	"napilab/images/wire"
 	"napilab/results"
+	"napilab/results/metrics"
 	"napilab/scenarios"
 )
 
@@ -87,7 +88,7 @@ func (t *timeline) pollFigures(out map[string]float64) {
 			text, found = v, true
 		}
 	}
-	lines, err := results.ParsePolls(text)
+	lines, err := metrics.ParsePolls(text)
 	if !found || err != nil {
 		return
 	}
@@ -97,7 +98,7 @@ func (t *timeline) pollFigures(out map[string]float64) {
 			napis[l.Dev] = append(napis[l.Dev], l.NAPI)
 		}
 	}
-	targets := []string{results.AllDevices + ".any"}
+	targets := []string{metrics.AllDevices + ".any"}
 	for _, dev := range slices.Sorted(maps.Keys(napis)) {
 		targets = append(targets, dev+".any")
 		slices.Sort(napis[dev])
@@ -108,7 +109,7 @@ func (t *timeline) pollFigures(out map[string]float64) {
 		}
 	}
 	for _, target := range targets {
-		for _, ctx := range results.PollContexts {
+		for _, ctx := range metrics.PollContexts {
 			name := "napi.polls." + target + "." + ctx
 			polls, _, err := t.metricDelta(name)
 			if err != nil || polls <= 0 && name != results.PollsRecorded {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"napilab/results"
+	"napilab/results/stats"
 )
 
 var qemuVersion = regexp.MustCompile(`version (\d+\.\d+(?:\.\d+)?)`)
@@ -19,12 +19,12 @@ var qemuVersion = regexp.MustCompile(`version (\d+\.\d+(?:\.\d+)?)`)
 // HostClass describes the host a measurement is valid on: CPU model, cores,
 // QEMU's version and the accelerator (accel "" resolves as for a run).
 // Performance figures from another class are not comparable.
-func HostClass(ctx context.Context, accel string) (results.Host, error) {
+func HostClass(ctx context.Context, accel string) (stats.Host, error) {
 	a, err := pickAccel(accel)
 	if err != nil {
-		return results.Host{}, err
+		return stats.Host{}, err
 	}
-	h := results.Host{CPU: cpuModel(), Cores: runtime.NumCPU(), Accel: a}
+	h := stats.Host{CPU: cpuModel(), Cores: runtime.NumCPU(), Accel: a}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, (&QEMU{}).binary(), "--version").Output()

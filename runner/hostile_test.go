@@ -22,6 +22,7 @@ import (
 
 	"napilab/images/wire"
 	"napilab/results"
+	"napilab/results/splat"
 )
 
 // The hostile guest: these tests drive the real console and control code
@@ -165,7 +166,7 @@ func TestConsoleChild(t *testing.T) {
 	runtime.ReadMemStats(&live)
 	rep.HeapKept = live.HeapInuse - min(live.HeapInuse, base.HeapInuse)
 	rep.Lines, rep.Dropped = v.console.count(), v.console.dropped()
-	rep.Splats = results.FindSplatsLines(v.console.lines())
+	rep.Splats = splat.FindLines(v.console.lines())
 	rep.SplatTimed = len(rep.Splats) == 1 && !v.console.lineTime(rep.Splats[0].Line).IsZero()
 	status, _ := os.ReadFile("/proc/self/status")
 	if m := regexp.MustCompile(`VmHWM:\s+(\d+) kB`).FindSubmatch(status); m != nil {

@@ -15,6 +15,7 @@ import (
 	"napilab/images"
 	"napilab/kernels"
 	"napilab/results"
+	"napilab/results/stats"
 	"napilab/scenarios"
 )
 
@@ -282,8 +283,8 @@ func TestFlakeRate(t *testing.T) {
 			OutDir: filepath.Join(t.TempDir(), strconv.Itoa(i))}})
 	}
 	rs := RunBatch(context.Background(), jobs, MaxParallel(2, 256), false, nil)
-	f := results.SummariseFlakes(rs)
-	lo, hi := results.Wilson(f.Fails, f.Runs, 3.29)
+	f := stats.SummariseFlakes(rs)
+	lo, hi := stats.Wilson(f.Fails, f.Runs, 3.29)
 	t.Logf("%s; 99.9%% interval %.3f-%.3f", f, lo, hi)
 	if f.Runs != 40 || lo > 0.2 || hi < 0.2 {
 		t.Errorf("%d runs, %d failed: interval %.3f-%.3f misses 0.2", f.Runs, f.Fails, lo, hi)

@@ -9,6 +9,7 @@ import (
 
 	"napilab/images/wire"
 	"napilab/results"
+	"napilab/results/splat"
 )
 
 // kmemleakTimeout bounds the kmemleak request: two scans of a debug guest's
@@ -43,7 +44,7 @@ func (r *run) kmemleakScan(ctx context.Context) {
 	}
 	var leaks []results.Splat
 	boot := 0 // objects allocated before the topology setup
-	for _, l := range results.ParseKmemleak([]byte(report)) {
+	for _, l := range splat.ParseKmemleak([]byte(report)) {
 		up, ok := rep.Uptime(l.Jiffies)
 		at := r.readyAt.Add(time.Duration((up - r.hello.Uptime) * float64(time.Second)))
 		if ok && at.Before(r.setupAt) {
@@ -56,7 +57,7 @@ func (r *run) kmemleakScan(ctx context.Context) {
 		}
 		leaks = append(leaks, sp)
 	}
-	r.leak.leaks = results.GroupSplats(leaks)
+	r.leak.leaks = splat.Group(leaks)
 	r.cfg.Logf("kmemleak: %d objects leaked by the run (%d titles), %d at boot (scans %.1fs)",
 		len(leaks), len(r.leak.leaks), boot, rep.Seconds)
 }

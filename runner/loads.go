@@ -83,7 +83,8 @@ func (t *timeline) startLoad(ctx context.Context, name string) error {
 		a.inj = inj
 	} else {
 		send := wire.Load{Name: sendName(name), Kind: kinds[1], Netns: l.From.Netns, Addr: l.SinkAddr,
-			Port: l.To.Port, Flows: l.Flows, Size: l.Size, Rate: l.Rate, CPU: cpuOr(l.CPU), Proto: proto}
+			Port: l.To.Port, Flows: l.Flows, Size: l.Size, Rate: l.Rate, CPU: cpuOr(l.CPU), Proto: proto,
+			OpenLoop: l.OpenLoop}
 		if err := t.ctl.call(ctx, wire.OpStart, send, nil); err != nil {
 			return fmt.Errorf("start sender of %s: %w", name, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"napilab/results"
+	"napilab/results/report"
 )
 
 // RetryDir is the run folder of dir's retry.
@@ -38,10 +39,7 @@ func runJob(ctx context.Context, j Job, run func(context.Context, Config) *resul
 		r   *results.Result
 		dir string
 	}{{first, j.Cfg.OutDir}, {retry, cfg.OutDir}} {
-		err := w.r.Write(w.dir)
-		if err == nil {
-			err = w.r.WriteReports(w.dir)
-		}
+		err := report.Save(w.dir, w.r)
 		if err != nil && out.Verdict != results.Error {
 			out.Verdict, out.Reasons = results.Error, append(out.Reasons, err.Error())
 		}

@@ -21,6 +21,8 @@ import (
 
 	"napilab/images/wire"
 	"napilab/results"
+	"napilab/results/report"
+	"napilab/results/splat"
 	"napilab/scenarios"
 )
 
@@ -96,10 +98,7 @@ func Run(ctx context.Context, cfg Config) *results.Result {
 	}
 	r.Timings.Total = time.Since(r.Started).Seconds()
 	run.finish(err)
-	werr := r.Write(cfg.OutDir)
-	if werr == nil {
-		werr = r.WriteReports(cfg.OutDir) // report.html, result.ktap, kcidb.json
-	}
+	werr := report.Save(cfg.OutDir, r) // result.json, junit.xml, report.html, result.ktap, kcidb.json
 	if werr != nil && r.Verdict != results.Error {
 		r.Verdict, r.Reasons = results.Error, append(r.Reasons, werr.Error())
 	}
@@ -314,7 +313,7 @@ func (r *run) boot(ctx context.Context, accel string) error {
 	case ended:
 		return &bootError{"the guest stopped before the agent was ready"}
 	}
-	if sp := results.FindSplats(r.guest.output().text()); len(sp) > 0 {
+	if sp := splat.Find(r.guest.output().text()); len(sp) > 0 {
 		return &bootError{fmt.Sprintf("%s, and no agent after %v", sp[0].Title, limit)}
 	}
 	what := "printed nothing"

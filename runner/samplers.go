@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"napilab/images/wire"
-	"napilab/results"
+	"napilab/results/metrics"
 )
 
 // metricsGroup names the snapshots taken before and after the timeline:
@@ -23,13 +23,13 @@ const pollsGroup = "napi_polls"
 const defaultPollsEvery = 200 * time.Millisecond
 
 // pollSnapshots returns the napi_polls reads of the timeline, in order.
-func (t *timeline) pollSnapshots() []results.PollSnapshot {
+func (t *timeline) pollSnapshots() []metrics.PollSnapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var out []results.PollSnapshot
+	var out []metrics.PollSnapshot
 	for _, s := range t.samples {
 		if v, ok := s.Data.Values[wire.SourceNAPIPolls]; ok && (s.Group == pollsGroup || s.Group == metricsGroup) {
-			out = append(out, results.PollSnapshot{T: s.Host, Text: v})
+			out = append(out, metrics.PollSnapshot{T: s.Host, Text: v})
 		}
 	}
 	return out

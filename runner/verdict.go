@@ -12,6 +12,8 @@ import (
 
 	"napilab/images/wire"
 	"napilab/results"
+	"napilab/results/metrics"
+	"napilab/results/splat"
 	"napilab/scenarios"
 )
 
@@ -43,7 +45,7 @@ func (r *run) finish(err error) {
 		r.tl.writeSamples(filepath.Join(r.cfg.OutDir, "samples.jsonl"))
 		res.Loads = r.tl.loadResults()
 		res.Figures = r.tl.figures(r.s.Machine.CPUs)
-		res.Polls = results.PollRates(r.tl.pollSnapshots())
+		res.Polls = metrics.PollRates(r.tl.pollSnapshots())
 		res.Injections = r.tl.injections()
 		res.Kselftests = r.tl.kselftests
 	}
@@ -201,7 +203,7 @@ func (r *run) splats() results.Assert {
 			}
 		}
 	}
-	found := results.FindSplatsLines(r.guest.output().lines())
+	found := splat.FindLines(r.guest.output().lines())
 	for i := range found {
 		r.placeSplat(&found[i])
 	}
@@ -306,7 +308,7 @@ func stuckFunction(tasks []wire.TaskStack) string {
 			if !take(t) {
 				continue
 			}
-			if f := results.StackFrame(t.Stack); f != "" {
+			if f := splat.StackFrame(t.Stack); f != "" {
 				return f
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"napilab/images/wire"
 	"napilab/results"
+	"napilab/results/metrics"
 	"napilab/scenarios"
 )
 
@@ -60,7 +61,7 @@ func (t *timeline) windowSpan(w *scenarios.Window) (from, to float64, err error)
 // readAt), not where its reply arrived: a slow (debug, flooded) guest's
 // replies come a few hundred ms late.
 func (t *timeline) metricIn(name string, from, to float64) (delta, secs float64, err error) {
-	m, err := results.ParseMetric(name)
+	m, err := metrics.Parse(name)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -126,7 +127,7 @@ func readAt(samples []sampleRec) func(*sampleRec) float64 {
 // host times from and to (an each: repetition's edges), and the seconds
 // between them.
 func (t *timeline) metricAt(name string, from, to float64) (delta, secs float64, err error) {
-	m, err := results.ParseMetric(name)
+	m, err := metrics.Parse(name)
 	if err != nil {
 		return 0, 0, err
 	}

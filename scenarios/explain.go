@@ -22,6 +22,14 @@ func (s *Scenario) Explain(w io.Writer) {
 	if s.Kernel.Min != "" {
 		fmt.Fprintf(w, "kernels: %s or newer (older ones print SKIP: %s)\n", s.Kernel.Min, s.Kernel.Reason)
 	}
+	for _, c := range s.Chosen {
+		param, v, _ := strings.Cut(c, "=")
+		var kv []string
+		for _, k := range sortedKeys(s.Presets[param][v]) {
+			kv = append(kv, k+"="+s.Presets[param][v][k])
+		}
+		fmt.Fprintf(w, "preset %s: %s (choices: %s)\n", c, strings.Join(kv, " "), strings.Join(sortedKeys(s.Presets[param]), ", "))
+	}
 	fmt.Fprintf(w, "\nmachine: %d vCPUs, %d MiB", s.Machine.CPUs, s.Machine.MemoryMB)
 	if len(s.Machine.Cmdline) > 0 {
 		fmt.Fprintf(w, ", cmdline %q", strings.Join(s.Machine.Cmdline, " "))
@@ -72,6 +80,9 @@ func (s *Scenario) Explain(w io.Writer) {
 		rate := "flood"
 		if l.Rate > 0 {
 			rate = fmt.Sprintf("%d pkt/s", l.Rate)
+		}
+		if l.OpenLoop {
+			rate += " open loop (sent on schedule, latency from when due)"
 		}
 		kind := l.Kind
 		if l.Proto != "" {

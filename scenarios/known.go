@@ -21,11 +21,14 @@ var (
 // checkKnown walks the document against the Go types: unknown keys and
 // values of the wrong shape are reported with their line and column.
 func checkKnown(n *yaml.Node, t reflect.Type, where string, c *collector) {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
+	}
+	if t.Kind() == reflect.Pointer && n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return // an optional value left unset (poll_cpu: null)
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
 	if n.Kind == yaml.ScalarNode && paramRef.MatchString(n.Value) {
 		return // an undefined parameter, already reported

@@ -3,17 +3,17 @@ package scenarios
 import (
 	"strings"
 
-	"napilab/results"
+	"napilab/results/metrics"
 )
 
 // Metrics returns every metric the scenario's assertions and perf budgets
 // read (a budget's rate, name/s, as its metric), so that the runner samples
 // them and computes their figures. Metric names are defined in one place,
-// results.ParseMetric (see results.KnownMetrics).
-func (s *Scenario) Metrics() []results.MetricRef {
-	var out []results.MetricRef
+// metrics.Parse (see metrics.Known).
+func (s *Scenario) Metrics() []metrics.Ref {
+	var out []metrics.Ref
 	add := func(name string) {
-		if m, err := results.ParseMetric(name); err == nil {
+		if m, err := metrics.Parse(name); err == nil {
 			out = append(out, m)
 		}
 	}

@@ -46,6 +46,10 @@ func Parse(name string, data []byte, params map[string]string) (*Scenario, error
 	if err != nil {
 		return nil, err
 	}
+	presets := mergePresets(srcs)
+	if err := applyPresets(name, presets, values, params); err != nil {
+		return nil, err
+	}
 	var root *yaml.Node
 	for _, src := range srcs { // the main file first; fragments merge into it
 
@@ -70,7 +74,7 @@ func Parse(name string, data []byte, params map[string]string) (*Scenario, error
 		return nil, fmt.Errorf("%s: empty scenario", name)
 	}
 	checkKnown(root, typeOfScenario, "", c)
-	s := &Scenario{Path: name, namePos: Pos{File: name, Line: 1, Col: 1}}
+	s := &Scenario{Path: name, namePos: Pos{File: name, Line: 1, Col: 1}, Chosen: chosen(presets, values)}
 	if k := keyNode(root, "name"); k != nil {
 		s.namePos = c.files.resolve(k.Line, k.Column)
 	}
@@ -116,10 +120,11 @@ func Parse(name string, data []byte, params map[string]string) (*Scenario, error
 
 // source is one file of a scenario: the main file or an included fragment.
 type source struct {
-	name   string
-	index  int
-	data   []byte
-	params map[string]string
+	name    string
+	index   int
+	data    []byte
+	params  map[string]string
+	presets Presets
 }
 
 type sources []*source
@@ -151,15 +156,20 @@ func loadTree(name string, data []byte, c *collector) (sources, error) {
 		}
 		seen[abs] = true
 		var head struct {
-			Params  map[string]string `yaml:"params"`
-			Include []yaml.Node       `yaml:"include"`
+			Params     map[string]string `yaml:"params"`
+			Include    []yaml.Node       `yaml:"include"`
+			presetHead `yaml:",inline"`
 		}
 		// A lenient first parse: parameter references become plain words so
 		// that they parse anywhere.
 		if err := yaml.Unmarshal(paramRef.ReplaceAll(data, []byte("_$1_")), &head); err != nil {
 			return yamlError(name, err)
 		}
-		src := &source{name: name, index: len(out), data: data, params: head.Params}
+		presets, err := head.decode(name)
+		if err != nil {
+			return err
+		}
+		src := &source{name: name, index: len(out), data: data, params: head.Params, presets: presets}
 		out = append(out, src)
 		c.files = append(c.files, name)
 		for _, inc := range head.Include {

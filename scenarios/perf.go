@@ -13,6 +13,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"napilab/results"
+	"napilab/results/metrics"
+	"napilab/results/stats"
 )
 
 // Perf makes a scenario a performance check: the tested kernel and a
@@ -80,16 +82,16 @@ func (b *Budget) Tolerance() (string, Percent) {
 }
 
 // RunsNeeded returns the runs per side the budget needs at its noise
-// (results.RunsNeeded at PerfPower), or 0 when its noise is not given.
+// (stats.RunsNeeded at PerfPower), or 0 when its noise is not given.
 func (b *Budget) RunsNeeded(alpha float64) int {
 	_, tol := b.Tolerance()
-	return results.RunsNeeded(float64(b.Noise), float64(tol), alpha, PerfPower)
+	return stats.RunsNeeded(float64(b.Noise), float64(tol), alpha, PerfPower)
 }
 
 // MinRepeat is the fewest runs per side at which the rank test can reach
 // p < alpha at all.
 func MinRepeat(alpha float64) int {
-	return results.RunsNeeded(1e-9, 1, alpha, PerfPower)
+	return stats.RunsNeeded(1e-9, 1, alpha, PerfPower)
 }
 
 // Percent is a fraction written as a percentage with its sign: "5%", "12.5%".
@@ -244,12 +246,12 @@ func (k *checker) figure(name string) string {
 			return fmt.Sprintf("load %s is not an rr load: only rr and xsk rr loads have %s", ln, strings.Join(LatencyFigures, ", "))
 		}
 	}
-	m, err := results.ParseMetric(strings.TrimSuffix(name, "/s"))
+	m, err := metrics.Parse(strings.TrimSuffix(name, "/s"))
 	if err == nil {
 		if m.CPU >= k.s.Machine.CPUs {
 			return fmt.Sprintf("the machine has %d cpus (cpu0 to cpu%d)", k.s.Machine.CPUs, k.s.Machine.CPUs-1)
 		}
-		if ns, ok := results.SourceNetns(m.Source); ok && !k.netns[ns] {
+		if ns, ok := metrics.SourceNetns(m.Source); ok && !k.netns[ns] {
 			return fmt.Sprintf("netns %q is not declared under topology.netns", ns)
 		}
 		return ""

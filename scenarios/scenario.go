@@ -18,6 +18,7 @@ type Scenario struct {
 	Description string            `yaml:"description"`
 	Include     []string          `yaml:"include"` // fragment files merged in (paths relative to this file)
 	Params      map[string]string `yaml:"params"`  // defaults for ${name} substitution
+	Presets     Presets           `yaml:"presets"` // named sets of params values (preset.go)
 	Seed        int64             `yaml:"seed"`    // for jitter; 0 = pick one (recorded in the result)
 	Machine     Machine           `yaml:"machine"`
 	Topology    Topology          `yaml:"topology"`
@@ -44,6 +45,8 @@ type Scenario struct {
 	// MeasureHash is the hex SHA-256 of what a run's samples depend on: the
 	// resolved scenario without perf, name, description and comments.
 	MeasureHash string `yaml:"-"`
+	// Chosen is "param=value" for each preset in force.
+	Chosen []string `yaml:"-"`
 	// Warnings are problems that do not stop a run ("file:line:col: warning: ...").
 	Warnings []string `yaml:"-"`
 
@@ -156,6 +159,10 @@ type Load struct {
 	// net.core.rmem_max (the kernel doubles it); 0 keeps the lab's default
 	// (4 MiB asked with SO_RCVBUF, which net.core.rmem_max caps).
 	RcvBuf int `yaml:"rcvbuf" jsonschema:"minimum=0"`
+	// OpenLoop makes an rr client send at rate whether or not answers came
+	// (xsk_rr's sender): latencies run from when each request was due, so
+	// a slow answer does not slow the requests behind it.
+	OpenLoop bool `yaml:"open_loop"`
 }
 
 // Endpoint is where traffic comes from or goes to.

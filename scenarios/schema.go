@@ -1,11 +1,11 @@
 package scenarios
 
 import (
-	"napilab/results"
-
 	"encoding/json"
 
 	"github.com/invopop/jsonschema"
+
+	"napilab/results/metrics"
 )
 
 // Schema returns a JSON Schema of the scenario format, generated from the
@@ -47,7 +47,7 @@ func (Endpoint) JSONSchema() *jsonschema.Schema {
 // JSONSchema describes a poll context or a mapping of written values to contexts.
 func (PollContext) JSONSchema() *jsonschema.Schema {
 	ctx := &jsonschema.Schema{Type: "string", Enum: []any{}}
-	for _, c := range results.PollContexts {
+	for _, c := range metrics.PollContexts {
 		ctx.Enum = append(ctx.Enum, c)
 	}
 	return &jsonschema.Schema{OneOf: []*jsonschema.Schema{

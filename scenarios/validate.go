@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"napilab/results"
+	"napilab/results/metrics"
 )
 
 // Limits of the lab guest (NR_CPUS in kernels/configs/base.config).
@@ -160,7 +161,7 @@ func (s *Scenario) validate(c *collector, params map[string]string) {
 		if !knownSource(sm.Source) {
 			c.add(sm.Pos, "unknown sampler source %q (known: %s, qdisc:<netns>, napi:<netns>, threads:<prefix>, tasks:<prefix>, file:<path>)", sm.Source, strings.Join(Sources, ", "))
 		}
-		if ns, ok := results.SourceNetns(sm.Source); ok {
+		if ns, ok := metrics.SourceNetns(sm.Source); ok {
 			k.checkNetns(sm.Pos, ns)
 		}
 		if sm.Every.D() < 10*time.Millisecond {
@@ -191,7 +192,7 @@ func (k *checker) checkDev(p Pos, ns, name, cidr string) {
 	if !devName.MatchString(name) {
 		k.c.add(p, "device name %q: want 1-15 letters, digits, . _ -", name)
 	}
-	if name == results.AllDevices {
+	if name == metrics.AllDevices {
 		k.c.add(p, "device name %q is reserved: napi.polls.any.any.<context> sums every device", name)
 	}
 	if k.devs[ns+"/"+name] {
@@ -269,7 +270,7 @@ func (k *checker) topology() {
 }
 
 func knownSource(src string) bool {
-	for _, p := range []string{"threads:", "tasks:", "file:", results.QdiscPrefix, results.NAPIPrefix} {
+	for _, p := range []string{"threads:", "tasks:", "file:", metrics.QdiscPrefix, metrics.NAPIPrefix} {
 		if strings.HasPrefix(src, p) && len(src) > len(p) {
 			return true
 		}
@@ -284,6 +285,9 @@ func (k *checker) load(l *Load) {
 	}
 	if l.Kind == "rr" && !contains([]string{"", "udp", "tcp"}, l.Proto) || l.Kind != "rr" && l.Proto != "" {
 		c.add(p, "load %s: proto %q: rr loads take udp or tcp, other kinds none", l.Name, l.Proto)
+	}
+	if l.OpenLoop && (!l.HasLatency() || l.Proto == "tcp" || l.Rate <= 0) {
+		c.add(p, "load %s: open_loop needs an rr client over udp (kind rr or an xsk rr load) and a rate", l.Name)
 	}
 	if l.From.Host && l.Kind != "udp" && l.Kind != "xsk" {
 		c.add(p, "load %s: only udp and xsk loads can come from the host", l.Name)

@@ -1,14 +1,16 @@
 package scenarios
 
 import (
-	"golang.org/x/sys/unix"
 	"math"
-	"napilab/results"
 	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"napilab/results/metrics"
 )
 
 // Actions lists the step kinds, for messages and documentation.
@@ -250,10 +252,10 @@ func (k *checker) assert(a *Assert) {
 		return
 	}
 	metric := func(name string) {
-		m, err := results.ParseMetric(name)
+		m, err := metrics.Parse(name)
 		if err != nil {
 			c.add(p, "%v", err)
-		} else if ns, ok := results.SourceNetns(m.Source); ok {
+		} else if ns, ok := metrics.SourceNetns(m.Source); ok {
 			k.checkNetns(p, ns)
 		}
 	}

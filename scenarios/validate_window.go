@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"napilab/results"
+	"napilab/results/metrics"
 )
 
 // polls checks a polls assertion: one NAPI or one device the topology
@@ -18,7 +18,7 @@ func (k *checker) polls(a *Assert) {
 		return
 	}
 	dev, napi := pl.Target()
-	if napi == "" || !results.ValidNAPIName(napi) {
+	if napi == "" || !metrics.ValidNAPIName(napi) {
 		c.add(p, "polls napi %q: want <dev>/rx-<queue>, <dev>/backlog or <dev>/any", pl.NAPI)
 		return
 	}
@@ -36,15 +36,15 @@ func (k *checker) polls(a *Assert) {
 	}
 	ctxs := pl.Context.Contexts()
 	if len(ctxs) == 0 || slices.Contains(ctxs, "") {
-		c.add(p, "polls needs context: one of %s", strings.Join(results.PollContexts, ", "))
+		c.add(p, "polls needs context: one of %s", strings.Join(metrics.PollContexts, ", "))
 		return
 	}
 	for _, ctx := range ctxs {
-		if !slices.Contains(results.PollContexts, ctx) {
-			c.add(p, "polls context %q: want one of %s", ctx, strings.Join(results.PollContexts, ", "))
+		if !slices.Contains(metrics.PollContexts, ctx) {
+			c.add(p, "polls context %q: want one of %s", ctx, strings.Join(metrics.PollContexts, ", "))
 			continue
 		}
-		if _, err := results.ParseMetric(pl.Metric(ctx)); err != nil {
+		if _, err := metrics.Parse(pl.Metric(ctx)); err != nil {
 			c.add(p, "%v", err)
 		}
 	}

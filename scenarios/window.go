@@ -2,11 +2,12 @@ package scenarios
 
 import (
 	"fmt"
-	"napilab/results"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"napilab/results/metrics"
 )
 
 // Window is a span of the timeline tied to named steps. Exactly one of Step
@@ -185,7 +186,7 @@ func cycle(one string, many []string, i int) string {
 // NeedsPolls says whether an assertion reads who polled (napi_polls).
 func (s *Scenario) NeedsPolls() bool {
 	for _, m := range s.Metrics() {
-		if m.Source == results.SourceNAPIPolls {
+		if m.Source == metrics.SourceNAPIPolls {
 			return true
 		}
 	}

@@ -64,3 +64,52 @@ func TestXSKLoads(t *testing.T) {
 		t.Errorf("app_delay %v, want 30us", d)
 	}
 }
+
+func TestOpenLoop(t *testing.T) {
+	for _, tc := range []struct {
+		name, load string
+		ok         bool
+	}{
+		{"xsk rr with a rate", "{kind: xsk, from: {netns: c}, to: {address: 10.1.0.2, port: 7000}, rate: 2000, open_loop: true, xsk: {mode: rr}}", true},
+		{"udp rr with a rate", "{kind: rr, from: {netns: c}, to: {address: 10.1.0.2, port: 7000}, rate: 2000, open_loop: true}", true},
+		{"no rate", "{kind: rr, from: {netns: c}, to: {address: 10.1.0.2, port: 7000}, open_loop: true}", false},
+		{"tcp rr", "{kind: rr, proto: tcp, from: {netns: c}, to: {address: 10.1.0.2, port: 7000}, rate: 10, open_loop: true}", false},
+		{"a udp flood", "{kind: udp, from: {netns: c}, to: {address: 10.1.0.2, port: 7000}, rate: 10, open_loop: true}", false},
+		{"xsk sink", "{kind: xsk, from: {netns: c}, to: {address: 10.1.0.2, port: 7000}, rate: 10, open_loop: true, xsk: {mode: sink}}", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := "name: t\ntopology:\n  netns: [c]\n  veths:\n    - {name: vs, address: 10.1.0.2/24, peer: {name: vc, netns: c, address: 10.1.0.1/24}}\n" +
+				"loads:\n  l: " + tc.load + "\ntimeline:\n  - start: l\n"
+			s, err := Parse("t.yaml", []byte(src), nil)
+			if tc.ok {
+				if err != nil {
+					t.Fatal(err)
+				}
+				var b strings.Builder
+				s.Explain(&b)
+				if !strings.Contains(b.String(), "open loop") {
+					t.Errorf("explain does not say open loop:\n%s", b.String())
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "t.yaml:7:6: load l: open_loop needs an rr client over udp") {
+				t.Errorf("error = %v", err)
+			}
+		})
+	}
+}
+
+func TestNullLeavesOptionUnset(t *testing.T) {
+	src := strings.Replace(xskScenario, "poll_cpu: 1}", "poll_cpu: null}", 1)
+	s, err := Parse("t.yaml", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Loads["rr"].XSK.PollCPU != nil {
+		t.Errorf("poll_cpu: null gave %d", *s.Loads["rr"].XSK.PollCPU)
+	}
+	if _, err := Parse("t.yaml", []byte(strings.Replace(xskScenario, "batch: 16,", "batch: null,", 1)), nil); err == nil ||
+		!strings.Contains(err.Error(), "want an integer") {
+		t.Errorf("null for a required integer: %v", err)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -18,6 +20,9 @@ func startRRClient(a *agent, ctx context.Context, l *load) error {
 	proto, size, err := rrSpec(l.spec, false)
 	if err != nil {
 		return err
+	}
+	if l.spec.OpenLoop && (proto != "udp" || l.spec.Rate <= 0) {
+		return fmt.Errorf("an open-loop rr client needs udp and a rate")
 	}
 	l.lat = newHist()
 	flows := max(l.spec.Flows, 1)
@@ -40,6 +45,12 @@ func startRRClient(a *agent, ctx context.Context, l *load) error {
 		fds = append(fds, fd)
 	}
 	for _, fd := range fds {
+		if l.spec.OpenLoop {
+			o := &openLoop{l: l, fd: fd, size: max(size, 16), start: time.Now()}
+			l.spawn(func() { o.receive(ctx) })
+			l.spawn(func() { o.send(ctx, newPacer(l.spec.Rate, flows)) })
+			continue
+		}
 		l.spawn(func() { l.udpClient(ctx, fd, size, newPacer(l.spec.Rate, flows)) })
 	}
 	return nil
@@ -112,4 +123,63 @@ func (l *load) transaction(d time.Duration, bytes int) {
 	l.lat.Record(d)
 	l.countLocked(1)
 	l.mu.Unlock()
+}
+
+// openLoop is one flow of an open-loop udp client: requests leave on the
+// pacer's schedule whether or not answers came, each carrying its sequence
+// number and the time it was due, so a latency runs from when the request
+// was due (no coordinated omission). A request still unanswered rrTimeout
+// after the load stops counts as an error.
+type openLoop struct {
+	l         *load
+	fd, size  int
+	start     time.Time
+	sent, got atomic.Uint64
+}
+
+// send sends a request whenever one is due until ctx ends.
+func (o *openLoop) send(ctx context.Context, p *pacer) {
+	req := make([]byte, o.size)
+	for seq := uint64(1); ; seq++ {
+		if !p.wait(ctx) {
+			return
+		}
+		due := p.due().Sub(o.start)
+		binary.LittleEndian.PutUint64(req, seq)
+		binary.LittleEndian.PutUint64(req[8:], uint64(due))
+		if err := unix.Send(o.fd, req, 0); err != nil {
+			o.l.errors.Add(1)
+			continue
+		}
+		o.sent.Add(1)
+	}
+}
+
+// receive records each answer's latency until ctx ends and the answers
+// still due have come or had rrTimeout to come, then counts the requests
+// left unanswered and closes the socket.
+func (o *openLoop) receive(ctx context.Context) {
+	defer unix.Close(o.fd)
+	resp := make([]byte, rrMaxUDP)
+	var deadline time.Time
+	for {
+		if ctx.Err() != nil {
+			if deadline.IsZero() {
+				deadline = time.Now().Add(rrTimeout)
+			}
+			if o.got.Load() >= o.sent.Load() || time.Now().After(deadline) {
+				break
+			}
+		}
+		n, err := unix.Read(o.fd, resp)
+		if err != nil || n < 16 {
+			continue // the socket's timeout lets ctx be seen; a runt is no answer
+		}
+		due := time.Duration(binary.LittleEndian.Uint64(resp[8:]))
+		o.got.Add(1)
+		o.l.transaction(time.Since(o.start)-due, 2*o.size)
+	}
+	if sent, got := o.sent.Load(), o.got.Load(); sent > got {
+		o.l.errors.Add(sent - got)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,4 +150,75 @@ func TestRRTCPReconnects(t *testing.T) {
 	if cliSt.Errors < 5 || st["srv"].Packets == 0 || cliSt.Latency.Count != cliSt.Packets {
 		t.Errorf("want refusals, then transactions with the second server, latency count == transactions")
 	}
+}
+
+// delayedEcho answers each UDP request on c after d, without waiting for
+// earlier answers, and drops every dropEvery-th request (0: none).
+func delayedEcho(c *net.UDPConn, d time.Duration, dropEvery uint64) {
+	for n := uint64(1); ; n++ {
+		buf := make([]byte, 2048)
+		k, from, err := c.ReadFromUDP(buf)
+		if err != nil {
+			return
+		}
+		if dropEvery > 0 && n%dropEvery == 0 {
+			continue
+		}
+		time.AfterFunc(d, func() { c.WriteToUDP(buf[:k], from) })
+	}
+}
+
+func TestRROpenLoop(t *testing.T) {
+	const rate, delay = 1000, 20 * time.Millisecond
+	for _, tc := range []struct {
+		name      string
+		open      bool
+		dropEvery uint64
+		// transactions in 0.5 s at 1000/s with a 20 ms server
+		minTx, maxTx uint64
+		minErrors    uint64
+		maxErrors    uint64 // answers in flight at the stop still land
+	}{
+		// One request in flight: 20 ms each caps 0.5 s at 25.
+		{name: "closed loop waits for each answer", minTx: 10, maxTx: 26},
+		// Requests leave on schedule (about 500), each answered 20 ms later;
+		// a tenth dropped are the errors, the rest land after the stop.
+		{name: "open loop keeps the rate", open: true, minTx: 200, maxTx: 510},
+		{name: "open loop counts lost answers", open: true, dropEvery: 10, minTx: 200, maxTx: 460, minErrors: 20,
+			maxErrors: 52},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			go delayedEcho(srv, delay, tc.dropEvery)
+			st := runLoads(t, newAgent(), 500*time.Millisecond, wire.Load{Name: "cli", Kind: wire.LoadRRClient,
+				Addr: "127.0.0.1", Port: srv.LocalAddr().(*net.UDPAddr).Port, CPU: -1, Proto: "udp",
+				Rate: rate, OpenLoop: tc.open})
+			cli := st["cli"]
+			t.Logf("%d transactions, %d errors, latency p50 %.0fus max %.0fus", cli.Packets, cli.Errors,
+				cli.Latency.P50, cli.Latency.Max)
+			if cli.Packets < tc.minTx || cli.Packets > tc.maxTx {
+				t.Errorf("%d transactions, want %d-%d", cli.Packets, tc.minTx, tc.maxTx)
+			}
+			if cli.Errors < tc.minErrors || cli.Errors > tc.maxErrors {
+				t.Errorf("%d errors, want %d-%d", cli.Errors, tc.minErrors, tc.maxErrors)
+			}
+			if cli.Latency.Count != cli.Packets || cli.Latency.P50 < float64(delay/time.Microsecond) {
+				t.Errorf("latency %+v: want one per transaction, p50 >= the server's %v", cli.Latency, delay)
+			}
+		})
+	}
+}
+
+func TestRROpenLoopNeedsRate(t *testing.T) {
+	a := newAgent()
+	err := a.startLoad(wire.Load{Name: "cli", Kind: wire.LoadRRClient, Addr: "127.0.0.1", Port: 9, CPU: -1,
+		Proto: "udp", OpenLoop: true})
+	if err == nil || !strings.Contains(err.Error(), "needs udp and a rate") {
+		t.Errorf("open loop without a rate: %v", err)
+	}
+	a.stopAll()
 }

@@ -16,7 +16,9 @@ package agent
 // The NAPI's RX queue comes from the packets it returned: skb->queue_mapping
 // at net:napi_gro_receive_entry between two polls on a CPU belongs to the poll
 // that ends next. Drivers record the RX queue + 1 there (virtio-net); veth
-// keeps the sender's TX queue, which is the RX queue's index.
+// keeps the sender's TX queue, which is the RX queue's index. Frames an XDP
+// program redirects (AF_XDP, devmap) never reach GRO: a kprobe on
+// xdp_do_redirect reads their xdp->rxq->queue_index the same way.
 
 import (
 	"encoding/binary"
@@ -56,7 +58,7 @@ type pollValue struct {
 	Work  uint64
 	Poll  uint64   // the NAPI's poll function
 	Queue uint32   // skb->queue_mapping of its last packet + 1, 0 unknown
-	Pad   uint32   //
+	XDPQ  uint32   // RX queue + 1 of its last frame XDP redirected, 0 none
 	Dev   [16]byte // device name from the tracepoint
 }
 
@@ -84,11 +86,12 @@ type pollCounter struct {
 	polls *ebpf.Map
 	state *ebpf.Map
 	links []link.Link
-	// gro reads each packet's queue; it runs per packet, the costliest of
-	// the programs, so it is attached only while a NAPI lacks its queue.
-	gro     *ebpf.Program
-	groLink link.Link
-	syms    kallsyms
+	// gro and xdp read each packet's queue; they run per packet, the
+	// costliest of the programs, so they are attached only while a NAPI
+	// lacks its queue.
+	gro, xdp         *ebpf.Program
+	groLink, xdpLink link.Link
+	syms             kallsyms
 }
 
 // start loads and attaches the programs on first use.
@@ -110,13 +113,12 @@ func (p *pollCounter) close() {
 		l.Close()
 	}
 	p.links = nil
-	if p.groLink != nil {
-		p.groLink.Close()
-		p.groLink = nil
-	}
-	if p.gro != nil {
-		p.gro.Close()
-		p.gro = nil
+	p.watchQueues(false)
+	for _, pr := range []**ebpf.Program{&p.gro, &p.xdp} {
+		if *pr != nil {
+			(*pr).Close()
+			*pr = nil
+		}
 	}
 	if p.polls != nil {
 		p.polls.Close()
@@ -132,8 +134,9 @@ func (p *pollCounter) attach() error {
 	}
 	var err error
 	// state, per CPU: [0] the softirq being served + 1 (0: none), [1] the
-	// last queue_mapping seen since the CPU's last poll.
-	p.state, err = ebpf.NewMap(&ebpf.MapSpec{Name: "napilab_cpu", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1})
+	// last queue_mapping seen since the CPU's last poll, [2] the last XDP
+	// redirect's RX queue + 1.
+	p.state, err = ebpf.NewMap(&ebpf.MapSpec{Name: "napilab_cpu", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 16, MaxEntries: 1})
 	if err != nil {
 		return fmt.Errorf("failed to create the per-CPU map: %w", err)
 	}
@@ -166,9 +169,6 @@ func (p *pollCounter) attach() error {
 		}
 		if pr.event == "napi_gro_receive_entry" {
 			p.gro = prog
-			if err := p.watchQueues(true); err != nil {
-				return err
-			}
 			continue
 		}
 		l, err := link.Tracepoint(pr.group, pr.event, prog, nil)
@@ -178,10 +178,15 @@ func (p *pollCounter) attach() error {
 		}
 		p.links = append(p.links, l)
 	}
-	return nil
+	p.xdp, err = ebpf.NewProgram(&ebpf.ProgramSpec{Name: "napilab_xdp_redir", Type: ebpf.Kprobe, License: "GPL",
+		Instructions: p.xdpRedirect()})
+	if err != nil {
+		return fmt.Errorf("failed to load the xdp_do_redirect program: %w", err)
+	}
+	return p.watchQueues(true)
 }
 
-// watchQueues attaches or detaches the per-packet queue program.
+// watchQueues attaches or detaches the per-packet queue programs.
 func (p *pollCounter) watchQueues(on bool) error {
 	switch {
 	case on && p.groLink == nil:
@@ -190,11 +195,55 @@ func (p *pollCounter) watchQueues(on bool) error {
 			return fmt.Errorf("failed to attach to net:napi_gro_receive_entry: %w", err)
 		}
 		p.groLink = l
+		// Without it XDP-redirected queues keep their rx@<address> names.
+		p.xdpLink, _ = link.Kprobe("xdp_do_redirect", p.xdp, nil)
 	case !on && p.groLink != nil:
 		p.groLink.Close()
 		p.groLink = nil
+		if p.xdpLink != nil {
+			p.xdpLink.Close()
+			p.xdpLink = nil
+		}
 	}
 	return nil
+}
+
+// Offsets the xdp_do_redirect program reads (6.1 to 7.3): the second
+// argument in pt_regs (rsi), xdp_buff.rxq, xdp_rxq_info.queue_index.
+const (
+	ptRegsSI        = 104
+	xdpBuffRxq      = 32
+	rxqInfoQueueIdx = 8
+)
+
+// xdpRedirect stores the redirected frame's RX queue + 1 in the CPU's
+// state[2], as groEntry does with a packet's queue.
+func (p *pollCounter) xdpRedirect() asm.Instructions {
+	insns := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}
+	insns = append(insns, p.lookupState("out")...)
+	read := func(dst int16, size int32, from asm.Register, off int32) asm.Instructions {
+		return asm.Instructions{
+			asm.Mov.Reg(asm.R1, asm.RFP),
+			asm.Add.Imm(asm.R1, int32(dst)),
+			asm.Mov.Imm(asm.R2, size),
+			asm.Mov.Reg(asm.R3, from),
+			asm.Add.Imm(asm.R3, off),
+			asm.FnProbeReadKernel.Call(),
+			asm.JNE.Imm(asm.R0, 0, "out"),
+		}
+	}
+	insns = append(insns,
+		asm.Mov.Reg(asm.R8, asm.R0),
+		asm.StoreImm(asm.RFP, -16, 0, asm.DWord),
+		asm.LoadMem(asm.R7, asm.R6, ptRegsSI, asm.DWord))
+	insns = append(insns, read(-16, 8, asm.R7, xdpBuffRxq)...)
+	insns = append(insns, asm.LoadMem(asm.R7, asm.RFP, -16, asm.DWord))
+	insns = append(insns, read(-16, 4, asm.R7, rxqInfoQueueIdx)...)
+	insns = append(insns,
+		asm.LoadMem(asm.R1, asm.RFP, -16, asm.Word),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R8, 8, asm.R1, asm.Word))
+	return append(insns, exit("out")...)
 }
 
 // lookupState leaves the CPU's state value in R0 or returns; clobbers R1-R5.
@@ -326,7 +375,10 @@ func (p *pollCounter) napiPoll(f map[string]eventField) (asm.Instructions, error
 		asm.LoadMem(asm.R9, asm.R8, 0, asm.Word),
 		asm.LoadMem(asm.R1, asm.R8, 4, asm.Word),
 		asm.StoreMem(asm.RFP, stVal+24, asm.R1, asm.Word),
-		asm.StoreImm(asm.R8, 4, 0, asm.Word))
+		asm.StoreImm(asm.R8, 4, 0, asm.Word),
+		asm.LoadMem(asm.R1, asm.R8, 8, asm.Word),
+		asm.StoreMem(asm.RFP, stVal+28, asm.R1, asm.Word),
+		asm.StoreImm(asm.R8, 8, 0, asm.Word))
 	// comm and pid (R7 = pid; napi no longer needed).
 	add(asm.Mov.Reg(asm.R1, asm.RFP),
 		asm.Add.Imm(asm.R1, stComm),
@@ -380,7 +432,10 @@ func (p *pollCounter) napiPoll(f map[string]eventField) (asm.Instructions, error
 		asm.LoadMem(asm.R1, asm.RFP, stVal+24, asm.Word),
 		asm.JEq.Imm(asm.R1, 0, "sameq"),
 		asm.StoreMem(asm.R0, 24, asm.R1, asm.Word),
-		asm.LoadMem(asm.R1, asm.RFP, stVal+32, asm.DWord).WithSymbol("sameq"),
+		asm.LoadMem(asm.R1, asm.RFP, stVal+28, asm.Word).WithSymbol("sameq"),
+		asm.JEq.Imm(asm.R1, 0, "samexq"),
+		asm.StoreMem(asm.R0, 28, asm.R1, asm.Word),
+		asm.LoadMem(asm.R1, asm.RFP, stVal+32, asm.DWord).WithSymbol("samexq"),
 		asm.StoreMem(asm.R0, 32, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R1, asm.RFP, stVal+40, asm.DWord),
 		asm.StoreMem(asm.R0, 40, asm.R1, asm.DWord))
@@ -450,14 +505,17 @@ func (p *pollCounter) read() (string, error) {
 }
 
 // nameNAPIs names every NAPI pointer: rx-<queue> from the packets it
-// returned, backlog for the per-CPU backlog, otherwise <role>@<address>;
+// returned (or the frames XDP redirected), backlog for the per-CPU backlog, otherwise <role>@<address>;
 // unnamed says whether an RX NAPI still waits for its queue.
 func (p *pollCounter) nameNAPIs(entries []pollEntry) (names map[uint64]string, unnamed bool) {
-	queue := map[uint64]uint32{}
+	queue, xdpq := map[uint64]uint32{}, map[uint64]uint32{}
 	poll := map[uint64]uint64{}
 	for _, e := range entries {
 		if e.val.Queue > 0 {
 			queue[e.key.Napi] = e.val.Queue
+		}
+		if e.val.XDPQ > 0 {
+			xdpq[e.key.Napi] = e.val.XDPQ
 		}
 		poll[e.key.Napi] = e.val.Poll
 	}
@@ -473,6 +531,8 @@ func (p *pollCounter) nameNAPIs(entries []pollEntry) (names map[uint64]string, u
 			names[napi] = fmt.Sprintf("rx-%d", queue[napi]-2)
 		case strings.Contains(sym, "_tx"):
 			names[napi] = fmt.Sprintf("tx@%x", napi&0xffffff)
+		case xdpq[napi] > 0:
+			names[napi] = fmt.Sprintf("rx-%d", xdpq[napi]-1)
 		default:
 			names[napi] = fmt.Sprintf("rx@%x", napi&0xffffff)
 			unnamed = true

@@ -10,7 +10,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"napilab/results"
+	"napilab/results/metrics"
 )
 
 // TestPollCounterHost loads and attaches the who-polled programs on this
@@ -100,7 +100,7 @@ func TestPollCounterHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("napi_polls:\n%s", text)
-	lines, err := results.ParsePolls(text)
+	lines, err := metrics.ParsePolls(text)
 	if err != nil {
 		t.Fatal(err)
 	}

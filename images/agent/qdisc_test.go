@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"napilab/images/wire"
-	"napilab/results"
+	"napilab/results/metrics"
 )
 
 // rootQdisc returns the kind and the limit (pfifo, fq_codel; else 0) of
@@ -157,19 +157,19 @@ func TestQdiscFqCodel(t *testing.T) {
 }
 
 // TestQdiscStats counts frames sent through a pfifo root qdisc and reads
-// them back the way a metric does: source text, results.ParseSource, field.
+// them back the way a metric does: source text, metrics.ParseSource, field.
 func TestQdiscStats(t *testing.T) {
 	a := testAgent(t)
 	if err := a.qdisc(wire.Qdisc{Dev: "va", Netns: "t", Op: "replace", Kind: "pfifo", Limit: 100}); err != nil {
 		t.Fatal(err)
 	}
-	read := func() results.Series {
+	read := func() metrics.Series {
 		t.Helper()
 		text, err := a.read(wire.PrefixQdisc + "t")
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := results.ParseSource(wire.PrefixQdisc+"t", text)
+		s, err := metrics.ParseSource(wire.PrefixQdisc+"t", text)
 		if err != nil {
 			t.Fatalf("%v in:\n%s", err, text)
 		}

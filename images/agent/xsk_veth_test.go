@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -268,4 +269,39 @@ func TestXSKBusyDevice(t *testing.T) {
 	if err := a.xdp(wire.XDP{Dev: "va", Netns: "t"}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestXSKQueueNamed floods va's queue 0 into an AF_XDP socket: its frames
+// never reach GRO, so the who-polled counter names va's NAPI rx-0 from the
+// xdp_do_redirect kprobe (without it, rx@<address>).
+func TestXSKQueueNamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("attaches BPF programs to the host kernel")
+	}
+	if _, err := os.Stat(tracefsDir + "/events/napi/napi_poll"); err != nil {
+		t.Skipf("no tracefs with napi:napi_poll at %s: %v", tracefsDir, err)
+	}
+	if _, err := os.Stat("/sys/bus/event_source/devices/kprobe"); err != nil {
+		t.Skipf("the host kernel has no kprobe PMU (CONFIG_KPROBE_EVENTS): %v", err)
+	}
+	a := xskAgent(t)
+	defer a.polls.close()
+	if _, err := a.polls.read(); err != nil {
+		t.Fatal(err)
+	}
+	rx := xskLoad(9100, wire.XSK{Mode: wire.XSKSink, XDPMode: "native"})
+	tx := wire.Load{Name: "tx", Kind: wire.LoadUDPSend, Netns: "p", Addr: "10.77.0.1", Port: 9100, Rate: 5000, Size: 100, CPU: -1}
+	if st := runLoads(t, a, 500*time.Millisecond, rx, tx); st["xsk"].Packets == 0 {
+		t.Fatalf("the socket got nothing: %+v", st["xsk"])
+	}
+	text, err := a.polls.read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if f := strings.Fields(line); len(f) == 7 && f[0] == "va" && f[1] == "rx-0" && f[6] != "0" {
+			return
+		}
+	}
+	t.Errorf("no va rx-0 returning frames in:\n%s", text)
 }

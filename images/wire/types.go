@@ -149,6 +149,9 @@ type Load struct {
 	// net.core.rmem_max (the kernel doubles it); 0 asks for 4 MiB with
 	// SO_RCVBUF, which rmem_max caps.
 	RcvBuf int `json:"rcvbuf,omitempty"`
+	// OpenLoop makes a udp rr client send at Rate whether or not answers
+	// came; latencies run from when each request was due.
+	OpenLoop bool `json:"open_loop,omitempty"`
 }
 
 // XSK modes and receive styles.

@@ -1,0 +1,266 @@
+package stats
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+
+	"napilab/results"
+)
+
+// budgetPower is the power RunsNeeded is asked for when a budget is undecided.
+const budgetPower = 0.8
+
+// budgetMethod states the decision rule in the reports.
+const budgetMethod = "A budget FAILs when the change is beyond the noise and its point estimate past the budget, " +
+	"PASSes when the interval's worse end is within the budget, and is INCONCLUSIVE otherwise"
+
+// Budget bounds how far one metric may move against its baseline.
+type Budget struct {
+	Metric  string  `json:"metric"`             // a figure name, as lab compare's rows
+	MaxDrop float64 `json:"max_drop,omitempty"` // fraction (0.05 = 5 %); 0: not bounded
+	MaxRise float64 `json:"max_rise,omitempty"` // fraction (0.10 = 10 %); 0: not bounded
+}
+
+// BudgetResult is the verdict of one budget.
+type BudgetResult struct {
+	Budget  Budget          `json:"budget"`
+	Row     CompareRow      `json:"row"`              // A = baseline, B = candidate
+	Verdict results.Verdict `json:"verdict"`          // Pass, Fail, Inconclusive, or Error when a side has no values of the metric
+	CV      float64         `json:"cv"`               // pooled run-to-run coefficient of variation (see budgetCV); NaN when no side has one
+	Needed  int             `json:"needed,omitempty"` // runs per side that would decide, when Inconclusive
+	Reason  string          `json:"reason"`           // one line for humans
+}
+
+// PerfCheck is the verdict of a candidate kernel's runs against a baseline's
+// under a set of budgets.
+type PerfCheck struct {
+	Baseline  string          `json:"baseline"`  // label of side A (the Sample.Kernel value)
+	Candidate string          `json:"candidate"` // label of side B
+	Alpha     float64         `json:"alpha"`     // significance level of the rank test
+	Compare   *Comparison     `json:"compare"`   // every metric, as lab compare
+	Budgets   []BudgetResult  `json:"budgets"`   // one per budget, in the order given
+	Verdict   results.Verdict `json:"verdict"`   // the worst budget verdict (Worse), Pass when there are no budgets
+}
+
+// CheckBudgets compares the candidate's samples with the baseline's (as
+// Compare does, with alpha and seed) and decides each budget. With ratio the
+// candidate's median over the baseline's, lo..hi its bootstrap 95% interval,
+// and past(x) meaning x < 1-MaxDrop (or x > 1+MaxRise, for each bound set):
+//
+//   - FAIL: the change is beyond the noise (p < alpha and the interval
+//     excludes 1) and past(ratio).
+//   - PASS: not FAIL, and the interval's worse end is within the budget
+//     (lo >= 1-MaxDrop, hi <= 1+MaxRise): the runs exclude a breach.
+//   - INCONCLUSIVE: otherwise; the noise hides whether the budget holds.
+//     Needed says how many runs per side would decide:
+//     RunsNeeded(CV, tolerance, alpha, 0.8), at least the rank test's floor.
+//   - ERROR: a side has no finite value of the metric, or the budget bounds
+//     neither direction.
+//
+// A median of 0 on both sides is no change (ratio 1, the interval from the
+// same bootstrap); a rise from 0 to more than 0 is an infinite ratio, so a
+// FAIL of a max_rise budget when p < alpha, and within a max_drop budget.
+func CheckBudgets(baseline, candidate string, samples []Sample, budgets []Budget, alpha float64, seed int64) *PerfCheck {
+	c := Compare(baseline, candidate, samples, alpha, seed)
+	p := &PerfCheck{Baseline: baseline, Candidate: candidate, Alpha: c.Alpha, Compare: c, Verdict: results.Pass}
+	rows := map[string]CompareRow{}
+	for _, r := range c.Rows {
+		rows[r.Metric] = r
+	}
+	for _, b := range budgets {
+		row, ok := rows[b.Metric]
+		if !ok {
+			row = CompareRow{Metric: b.Metric, A: cmpSummarize(nil), B: cmpSummarize(nil),
+				Ratio: math.NaN(), RatioLo: math.NaN(), RatioHi: math.NaN(), P: math.NaN()}
+		}
+		if row.A.Median == 0 && row.B.Median == 0 {
+			row = budgetBothZero(row, samples, baseline, candidate, seed)
+		}
+		br := p.decide(b, row)
+		if br.Verdict.Worse(p.Verdict) {
+			p.Verdict = br.Verdict
+		}
+		p.Budgets = append(p.Budgets, br)
+	}
+	return p
+}
+
+// budgetBothZero takes a ratio of 0/0 as 1 and bootstraps its interval,
+// which Compare leaves undefined.
+func budgetBothZero(row CompareRow, samples []Sample, a, b string, seed int64) CompareRow {
+	var xa, xb []float64
+	for _, s := range samples {
+		if s.Metric != row.Metric || math.IsNaN(s.Value) || math.IsInf(s.Value, 0) {
+			continue
+		}
+		switch s.Kernel {
+		case a:
+			xa = append(xa, s.Value)
+		case b:
+			xb = append(xb, s.Value)
+		}
+	}
+	h := fnv.New64a()
+	h.Write([]byte(row.Metric))
+	row.Ratio = 1
+	row.RatioLo, row.RatioHi = cmpBootstrap(xa, xb, rand.New(rand.NewPCG(uint64(seed), h.Sum64())))
+	note := "both medians are 0: the ratio is taken as 1"
+	if row.Note != "" {
+		note = row.Note + "; " + note
+	}
+	row.Note = note
+	return row
+}
+
+func (p *PerfCheck) decide(b Budget, row CompareRow) BudgetResult {
+	r := BudgetResult{Budget: b, Row: row, CV: budgetCV(row.A, row.B)}
+	head := row.Metric + " " + budgetChange(row) + ", budget " + b.String()
+	switch {
+	case b.MaxDrop <= 0 && b.MaxRise <= 0:
+		r.Verdict, r.Reason = results.Error, row.Metric+": the budget bounds neither a drop nor a rise"
+		return r
+	case row.A.N == 0 && row.B.N == 0:
+		r.Verdict, r.Reason = results.Error, row.Metric+": no values from either side"
+		return r
+	case row.A.N == 0:
+		r.Verdict, r.Reason = results.Error, row.Metric+": no values from the baseline "+p.Baseline
+		return r
+	case row.B.N == 0:
+		r.Verdict, r.Reason = results.Error, row.Metric+": no values from the candidate "+p.Candidate
+		return r
+	}
+	drop, rise := b.MaxDrop > 0, b.MaxRise > 0
+	past := drop && row.Ratio < 1-b.MaxDrop || rise && row.Ratio > 1+b.MaxRise
+	if row.Beyond && past {
+		r.Verdict, r.Reason = results.Fail, head+": beyond the noise and the budget"
+		return r
+	}
+	// NaN interval ends fail both comparisons, so they never PASS.
+	dropOK := !drop || row.RatioLo >= 1-b.MaxDrop
+	riseOK := !rise || row.RatioHi <= 1+b.MaxRise
+	if dropOK && riseOK {
+		r.Verdict, r.Reason = results.Pass, head+": within budget"
+		return r
+	}
+	tol := math.Inf(1)
+	if !dropOK {
+		tol = b.MaxDrop
+	}
+	if !riseOK {
+		tol = min(tol, b.MaxRise)
+	}
+	r.Verdict = results.Inconclusive
+	r.Needed = RunsNeeded(r.CV, tol, p.Alpha, budgetPower)
+	if r.Needed == 0 { // no spread seen: only the rank test's floor is known
+		r.Needed = minRuns(p.Alpha)
+	}
+	n := strconv.Itoa(row.A.N)
+	if row.A.N != row.B.N {
+		n += " vs " + strconv.Itoa(row.B.N)
+	}
+	if r.Needed > max(row.A.N, row.B.N) {
+		r.Reason = fmt.Sprintf("%s: the noise (CV %s) hides a %s change at n=%s; about %d runs per side would decide",
+			head, budgetCVPct(r.CV), budgetPct(tol, false), n, r.Needed)
+	} else {
+		r.Reason = fmt.Sprintf("%s: the change is too close to the budget to decide at n=%s (CV %s); more runs per side would narrow the interval",
+			head, n, budgetCVPct(r.CV))
+	}
+	return r
+}
+
+// budgetCV is the pooled run-to-run coefficient of variation of both sides:
+// per side the robust IQR/1.349/|median| (a side with median 0 or fewer than
+// two values has none), the root-mean-square of the sides that have one.
+func budgetCV(a, b Summary) float64 {
+	var sum float64
+	var n int
+	for _, s := range []Summary{a, b} {
+		if s.N < 2 || s.Median == 0 || math.IsNaN(s.Median) {
+			continue
+		}
+		cv := (s.Q3 - s.Q1) / 1.349 / math.Abs(s.Median)
+		sum += cv * cv
+		n++
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return math.Sqrt(sum / float64(n))
+}
+
+// String prints the bounds as signed percentages: "-5%", "+10%", "-5%/+10%".
+func (b Budget) String() string {
+	var parts []string
+	if b.MaxDrop > 0 {
+		parts = append(parts, budgetPct(-b.MaxDrop, true))
+	}
+	if b.MaxRise > 0 {
+		parts = append(parts, budgetPct(b.MaxRise, true))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "/")
+}
+
+// budgetChange prints a row's ratio as a signed change with its interval
+// and p: "-23.4% [-27.9..-18.1%] p=0.008".
+func budgetChange(r CompareRow) string {
+	s := budgetInterval(r)
+	if !math.IsNaN(r.P) {
+		s += " p=" + strconv.FormatFloat(r.P, 'g', 2, 64)
+	}
+	return s
+}
+
+// budgetInterval prints a row's ratio as a signed change with its
+// interval: "-23.4% [-27.9..-18.1%]".
+func budgetInterval(r CompareRow) string {
+	s := FormatChange(r.Ratio - 1)
+	if !math.IsNaN(r.RatioLo) {
+		s += " [" + strings.TrimSuffix(FormatChange(r.RatioLo-1), "%") + ".." + FormatChange(r.RatioHi-1) + "]"
+	}
+	return s
+}
+
+// FormatChange prints a fraction as a signed percentage with one decimal.
+func FormatChange(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "n/a"
+	case math.IsInf(f, 1):
+		return "+inf%"
+	case math.IsInf(f, -1):
+		return "-inf%"
+	}
+	s := strconv.FormatFloat(f*100, 'f', 1, 64) + "%"
+	if f >= 0 {
+		s = "+" + s
+	}
+	return s
+}
+
+// budgetPct prints a fraction as a percentage with up to 4 significant
+// digits ("5%", "12.5%"), signed when asked.
+func budgetPct(f float64, signed bool) string {
+	if math.IsNaN(f) {
+		return "n/a"
+	}
+	s := strconv.FormatFloat(f*100, 'g', 4, 64) + "%"
+	if signed && f >= 0 {
+		s = "+" + s
+	}
+	return s
+}
+
+// budgetCVPct prints a coefficient of variation with one decimal: "6.3%".
+func budgetCVPct(cv float64) string {
+	if math.IsNaN(cv) {
+		return "n/a"
+	}
+	return strconv.FormatFloat(cv*100, 'f', 1, 64) + "%"
+}
