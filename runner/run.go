@@ -36,6 +36,7 @@ type Config struct {
 	OutDir     string            // receives console.log, qemu.cmdline, samples.jsonl, result.json, junit.xml
 	Params     map[string]string // the parameter overrides the scenario was opened with
 	Accel      string            // kvm, tcg or "" (auto)
+	Machine    string            // a name in machines, or "" ($NAPILAB_MACHINE, else defaultMachine)
 	QEMU       string            // the QEMU binary, default qemu-system-x86_64
 	Seed       int64             // overrides the scenario seed (lab repro), 0 = keep
 	// MinMemoryMB raises the guest's RAM for an image that needs it (the
@@ -72,9 +73,11 @@ const (
 )
 
 // baseCmdline is what every lab guest boots with. Under TCG the watchdogs
-// need slack or they report the emulator's slowness.
+// need slack or they report the emulator's slowness, and the IO-APIC timer
+// check (a timer interrupt within a busy wait) fails on a loaded host: a
+// q35 guest then panics "IO-APIC + timer doesn't work!" (no_timer_check).
 var baseCmdline = []string{"console=ttyS0", "panic=-1", "watchdog_thresh=30",
-	"rcupdate.rcu_cpu_stall_timeout=60", "printk.devkmsg=on"}
+	"rcupdate.rcu_cpu_stall_timeout=60", "printk.devkmsg=on", "no_timer_check"}
 
 // Run executes the scenario and always returns a result; infrastructure
 // problems give verdict ERROR.
@@ -140,6 +143,10 @@ func (r *run) do(ctx context.Context) error {
 		return &infraError{err}
 	}
 	r.res.Accel = accel
+	machine, err := pickMachine(r.cfg.Machine)
+	if err != nil {
+		return &infraError{err}
+	}
 	// The agent's channel and the monitor are socket pairs QEMU inherits:
 	// no socket file, so nothing on disk to leave behind or to share with
 	// QEMU's uid.
@@ -177,7 +184,7 @@ func (r *run) do(ctx context.Context) error {
 	}
 	defer r.host.Close()
 
-	q := &QEMU{Binary: r.cfg.QEMU, Accel: accel, CPUs: r.s.Machine.CPUs, MemoryMB: max(r.s.Machine.MemoryMB, r.cfg.MinMemoryMB),
+	q := &QEMU{Binary: r.cfg.QEMU, Accel: accel, Machine: machine, CPUs: r.s.Machine.CPUs, MemoryMB: max(r.s.Machine.MemoryMB, r.cfg.MinMemoryMB),
 		Kernel: r.cfg.Kernel.BzImage, Initrd: r.cfg.Initramfs, Control: ctlQEMU, Monitor: monQEMU,
 		Append:      strings.Join(append(append(append([]string{}, baseCmdline...), r.cfg.Cmdline...), r.s.Machine.Cmdline...), " "),
 		Interactive: r.cfg.Shell}
