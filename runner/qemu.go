@@ -257,4 +257,3 @@ func eventIdx(off bool) string {
 	}
 	return ""
 }
-
