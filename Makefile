@@ -90,8 +90,11 @@ test-lab: deps
 test-short:
 	$(GO) test -short ./...
 
-# bench: image build time and size, host-injector and in-guest flood rates
-# under TCG (each VM benchmark boots the stock kernel once).
+# bench: boot to agent ready per machine (min/median/max, machines
+# interleaved; NAPILAB_BENCH_MACHINES, NAPILAB_BENCH_BOOTS), a run's overhead
+# over its declared duration, image build time and size, host-injector and
+# in-guest flood rates under TCG; the variant rebuild only with
+# NAPILAB_BENCH_BUILD=1 (it builds a kernel).
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
 

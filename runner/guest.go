@@ -78,7 +78,11 @@ func (r *run) startQEMU(accel string) (Guest, error) {
 		v.release = release
 	}
 
-	q := &QEMU{Binary: r.cfg.QEMU, Accel: accel, CPUs: r.s.Machine.CPUs, MemoryMB: max(r.s.Machine.MemoryMB, r.cfg.MinMemoryMB),
+	machine, err := pickMachine(r.cfg.Machine)
+	if err != nil {
+		return nil, &infraError{err}
+	}
+	q := &QEMU{Binary: r.cfg.QEMU, Accel: accel, Machine: machine, CPUs: r.s.Machine.CPUs, MemoryMB: max(r.s.Machine.MemoryMB, r.cfg.MinMemoryMB),
 		Kernel: r.cfg.Kernel.BzImage, Initrd: r.cfg.Initramfs, Control: ctlQEMU, Monitor: monQEMU,
 		Append:      strings.Join(append(append(append([]string{}, baseCmdline...), r.cfg.Cmdline...), r.s.Machine.Cmdline...), " "),
 		Interactive: r.cfg.Shell}

@@ -23,6 +23,7 @@ import (
 type QEMU struct {
 	Binary   string // default qemu-system-x86_64
 	Accel    string // kvm or tcg
+	Machine  string // a name in machines; "" = defaultMachine
 	CPUs     int
 	MemoryMB int
 	Kernel   string
@@ -61,8 +62,9 @@ func (q *QEMU) Args() []string { return q.args(q.Kernel, q.Initrd) }
 
 // args is Args with the kernel and initrd given as the paths QEMU opens.
 func (q *QEMU) args(kernel, initrd string) []string {
-	args := []string{
-		"-M", "q35", "-accel", q.Accel, "-cpu", "max",
+	m := machineFor(q.Machine)
+	args := append(append([]string{}, m.args...), []string{
+		"-accel", q.Accel, "-cpu", "max",
 		// Without sockets=N plain -smp N gives one CPU under this firmware.
 		"-smp", fmt.Sprintf("%d,sockets=%d,cores=1,threads=1", q.CPUs, q.CPUs),
 		"-m", strconv.Itoa(q.MemoryMB),
@@ -73,7 +75,7 @@ func (q *QEMU) args(kernel, initrd string) []string {
 		"-device", "virtio-serial-pci,id=vser0",
 		"-device", "virtserialport,bus=vser0.0,chardev=ctl,name=" + wire.PortName,
 		"-device", "virtio-rng-pci",
-	}
+	}...)
 	fd := 3
 	for i, n := range q.NICs {
 		fds := make([]string, len(n.Queues))
@@ -84,7 +86,7 @@ func (q *QEMU) args(kernel, initrd string) []string {
 		id := fmt.Sprintf("net%d", i)
 		args = append(args,
 			"-netdev", fmt.Sprintf("tap,id=%s,fds=%s,vhost=off", id, strings.Join(fds, ":")),
-			"-device", fmt.Sprintf("virtio-net-pci,netdev=%s,mac=%s,mq=on,vectors=%d%s", id, n.MAC, 2*len(n.Queues)+2, eventIdx(n.NoEventIdx)))
+			"-device", fmt.Sprintf("virtio-net-pci,netdev=%s,mac=%s,mq=on,vectors=%d%s%s", id, n.MAC, 2*len(n.Queues)+2, eventIdx(n.NoEventIdx), m.nicROM()))
 	}
 	if q.Control != nil {
 		// QEMU creates chardevs before devices, whatever their order.

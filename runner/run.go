@@ -37,6 +37,7 @@ type Config struct {
 	OutDir     string            // receives console.log, qemu.cmdline, samples.jsonl, result.json, junit.xml
 	Params     map[string]string // the parameter overrides the scenario was opened with
 	Accel      string            // kvm, tcg or "" (auto)
+	Machine    string            // a name in machines, or "" ($NAPILAB_MACHINE, else defaultMachine)
 	QEMU       string            // the QEMU binary, default qemu-system-x86_64
 	Seed       int64             // overrides the scenario seed (lab repro), 0 = keep
 	// MinMemoryMB raises the guest's RAM for an image that needs it (the
@@ -76,9 +77,11 @@ const (
 )
 
 // baseCmdline is what every lab guest boots with. Under TCG the watchdogs
-// need slack or they report the emulator's slowness.
+// need slack or they report the emulator's slowness, and the IO-APIC timer
+// check (a timer interrupt within a busy wait) fails on a loaded host: a
+// q35 guest then panics "IO-APIC + timer doesn't work!" (no_timer_check).
 var baseCmdline = []string{"console=ttyS0", "panic=-1", "watchdog_thresh=30",
-	"rcupdate.rcu_cpu_stall_timeout=60", "printk.devkmsg=on"}
+	"rcupdate.rcu_cpu_stall_timeout=60", "printk.devkmsg=on", "no_timer_check"}
 
 // Run executes the scenario and always returns a result; infrastructure
 // problems give verdict ERROR.

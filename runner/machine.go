@@ -1,0 +1,79 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// machine is the board and firmware a guest boots on: QEMU's -M and what
+// goes with it.
+type machine struct {
+	args []string
+	// keepNICROM keeps each virtio-net device's option ROM (iPXE), which
+	// only a firmware that could boot from the network runs.
+	keepNICROM bool
+}
+
+// nicROM is the virtio-net-pci property that drops the option ROM, or "".
+func (m machine) nicROM() string {
+	if m.keepNICROM {
+		return ""
+	}
+	return ",romfile="
+}
+
+// defaultMachine is what guests boot on unless NAPILAB_MACHINE says
+// otherwise.
+const defaultMachine = "q35"
+
+// machines are the boards a guest may boot on. Both are q35: the guest sees
+// the same devices, clocksource (HPET), interrupt routing and keyboard
+// (SysRq by sendkey), so measurements compare across them; they differ in
+// firmware only. qboot jumps to the kernel; SeaBIOS first POSTs and runs the
+// NICs' iPXE ROMs, which under TCG costs a few hundred milliseconds of every
+// boot (BenchmarkBoot compares them).
+//
+// microvm (-M microvm,pcie=on,acpi=on) boots faster still but is not here:
+// it has no HPET or ACPI PM timer, so the guest calibrates its TSC against
+// the PIT alone, which fails on a loaded host (the boot then hangs), and it
+// falls back to a jiffies clocksource (the guest finds the vCPUs' TSCs
+// unsynchronized under TCG); it has no i8042 either, so SysRq by sendkey,
+// the lab's hang evidence, does not reach the guest.
+var machines = map[string]machine{
+	"q35":         {args: []string{"-M", "q35", "-bios", "qboot.rom"}},
+	"q35-seabios": {args: []string{"-M", "q35"}, keepNICROM: true},
+}
+
+// machineFor returns the named machine; "" is defaultMachine. Names come
+// checked by pickMachine.
+func machineFor(name string) machine {
+	if m, ok := machines[name]; ok {
+		return m
+	}
+	return machines[defaultMachine]
+}
+
+// pickMachine resolves "" to $NAPILAB_MACHINE, then to defaultMachine.
+func pickMachine(want string) (string, error) {
+	if want == "" {
+		want = os.Getenv("NAPILAB_MACHINE")
+	}
+	if want == "" {
+		return defaultMachine, nil
+	}
+	if _, ok := machines[want]; !ok {
+		return "", fmt.Errorf("unknown machine %q: want one of %s", want, strings.Join(machineNames(), ", "))
+	}
+	return want, nil
+}
+
+func machineNames() []string {
+	var names []string
+	for n := range machines {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

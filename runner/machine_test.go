@@ -1,0 +1,63 @@
+package runner
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestPickMachine(t *testing.T) {
+	for _, tc := range []struct {
+		name, want, env, got, err string
+	}{
+		{name: "default", got: defaultMachine},
+		{name: "from the environment", env: "q35-seabios", got: "q35-seabios"},
+		{name: "asked beats the environment", want: "q35", env: "q35-seabios", got: "q35"},
+		{name: "unknown", want: "microvm", err: `unknown machine "microvm": want one of q35, q35-seabios`},
+		{name: "unknown in the environment", env: "pc", err: `unknown machine "pc"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("NAPILAB_MACHINE", tc.env)
+			got, err := pickMachine(tc.want)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("pickMachine(%q) = %q, %v; want error %q", tc.want, got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.got {
+				t.Errorf("pickMachine(%q) = %q, %v; want %q", tc.want, got, err, tc.got)
+			}
+		})
+	}
+}
+
+// The machine sets -M and the firmware, and whether the NICs keep their
+// iPXE ROM: only SeaBIOS runs it.
+func TestQEMUArgsMachine(t *testing.T) {
+	for _, tc := range []struct {
+		name, machine string
+		want, not     []string
+	}{
+		{name: "default is q35 with qboot", want: []string{"-M q35 -bios qboot.rom", "vectors=6,romfile= "}},
+		{name: "q35", machine: "q35", want: []string{"-M q35 -bios qboot.rom", "vectors=6,romfile= "}},
+		{name: "q35 with SeaBIOS", machine: "q35-seabios", want: []string{"-M q35 ", "vectors=6 "},
+			not: []string{"-bios", "romfile"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := &QEMU{Accel: "tcg", Machine: tc.machine, CPUs: 2, MemoryMB: 256, Kernel: "/k", Initrd: "/i",
+				NICs: []QEMUNIC{{MAC: "52:54:00:12:34:56", Queues: make([]*os.File, 2)}}}
+			args := strings.Join(q.Args(), " ") + " "
+			for _, w := range tc.want {
+				if !strings.Contains(args, w) {
+					t.Errorf("args lack %q:\n%s", w, args)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(args, n) {
+					t.Errorf("args have %q:\n%s", n, args)
+				}
+			}
+		})
+	}
+}
