@@ -219,9 +219,7 @@ func (t *timeline) step(ctx context.Context, st *scenarios.Step) error {
 		rec.Iterations, rec.Tolerated, err = t.repeat(ctx, st, name)
 	}
 	rec.Duration = time.Since(begin).Seconds()
-	if st.Exec != nil {
-		rec.Outputs = t.execOutputs(st)
-	}
+	rec.Outputs = t.execOutputs(st) // exec steps' outputs, nil for others
 	if err != nil {
 		rec.Error = err.Error()
 	}

@@ -4,7 +4,8 @@
 //
 //	s, err := scenarios.Open("scenarios/threaded-toggle-under-load.yaml", params)
 //
-// The package knows nothing of VMs; the runner executes what it describes.
+// The package knows nothing of VMs: a step's action runs against a Lab,
+// which the runner implements.
 package scenarios
 
 import (
@@ -186,7 +187,8 @@ type Defaults struct {
 	Deadline Duration `yaml:"deadline"` // per action, default 10s
 }
 
-// Step is one timeline entry: exactly one action, optionally repeated.
+// Step is one timeline entry: exactly one action, optionally repeated. Each
+// action's type and methods are in action_<kind>.go (see action.go).
 type Step struct {
 	Name     string      `yaml:"name"`
 	Write    *Write      `yaml:"write"`
