@@ -203,3 +203,8 @@ func head(s string, n int, file string) string {
 	}
 	return fmt.Sprintf("%s\n[napilab: %d more bytes %s]\n", s[:n], len(s)-n, where)
 }
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}

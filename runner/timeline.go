@@ -196,39 +196,6 @@ func (t *timeline) running() []string {
 	return names
 }
 
-func stepName(st *scenarios.Step) string {
-	if st.Name != "" {
-		return st.Name
-	}
-	switch {
-	case st.Write != nil:
-		v := st.Write.Value
-		if len(st.Write.Values) > 0 {
-			v = strings.Join(st.Write.Values, "/")
-		}
-		return fmt.Sprintf("write %s > %s", v, st.Write.Path)
-	case st.Link != nil:
-		return fmt.Sprintf("link %s %s", st.Link.Dev, st.Link.State)
-	case st.GRO != nil:
-		return "gro " + st.GRO.Dev
-	case st.Channels != nil:
-		return "channels " + st.Channels.Dev
-	case st.NAPI != nil:
-		return "napi " + st.NAPI.Dev
-	case len(st.Start) > 0:
-		return "start " + strings.Join(st.Start, ", ")
-	case len(st.Stop) > 0:
-		return "stop " + strings.Join(st.Stop, ", ")
-	case st.Sleep > 0:
-		return "sleep " + st.Sleep.D().String()
-	case st.Parallel != nil:
-		return "parallel"
-	case st.Sched != nil:
-		return "sched " + st.Sched.Task
-	}
-	return st.Action()
-}
-
 // steps_ runs steps in sequence; the first error stops the rest.
 func (t *timeline) runSteps(ctx context.Context, steps []*scenarios.Step) error {
 	for _, st := range steps {
@@ -240,7 +207,7 @@ func (t *timeline) runSteps(ctx context.Context, steps []*scenarios.Step) error 
 }
 
 func (t *timeline) step(ctx context.Context, st *scenarios.Step) error {
-	name := stepName(st)
+	name := st.Label()
 	t.stepStarts(ctx, name)
 	begin := time.Now()
 	rec := results.Step{Name: name, Line: st.Pos.Line, Start: begin.Sub(t.start).Seconds()}
@@ -252,9 +219,7 @@ func (t *timeline) step(ctx context.Context, st *scenarios.Step) error {
 		rec.Iterations, rec.Tolerated, err = t.repeat(ctx, st, name)
 	}
 	rec.Duration = time.Since(begin).Seconds()
-	if st.Exec != nil {
-		rec.Outputs = t.execOutputs(st)
-	}
+	rec.Outputs = t.execOutputs(st) // exec steps' outputs, nil for others
 	if err != nil {
 		rec.Error = err.Error()
 	}

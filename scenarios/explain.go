@@ -204,84 +204,8 @@ func secs(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }
 
 // describe says what a step does and how long one run of it takes.
 func describe(st *Step) (time.Duration, string) {
-	ns := func(n string) string {
-		if n == "" {
-			return ""
-		}
-		return " in netns " + n
-	}
-	switch {
-	case st.Write != nil:
-		return 0, fmt.Sprintf("write %s > %s%s", values(st.Write.Value, st.Write.Values), st.Write.Path, ns(st.Write.Netns))
-	case st.Sysctl != nil:
-		return 0, fmt.Sprintf("sysctl %s = %s%s", st.Sysctl.Name, values(st.Sysctl.Value, st.Sysctl.Values), ns(st.Sysctl.Netns))
-	case st.Link != nil:
-		return 0, fmt.Sprintf("link %s %s%s", st.Link.Dev, st.Link.State, ns(st.Link.Netns))
-	case st.GRO != nil:
-		s := "toggle"
-		if st.GRO.On != nil {
-			s = map[bool]string{true: "on", false: "off"}[*st.GRO.On]
-		}
-		return 0, fmt.Sprintf("GRO %s on %s%s", s, st.GRO.Dev, ns(st.GRO.Netns))
-	case st.Channels != nil:
-		return 0, fmt.Sprintf("ethtool -L %s combined %v%s", st.Channels.Dev, st.Channels.Values, ns(st.Channels.Netns))
-	case st.XDP != nil:
-		s := "attach/detach"
-		if st.XDP.On != nil {
-			s = map[bool]string{true: "attach", false: "detach"}[*st.XDP.On]
-		}
-		return 0, fmt.Sprintf("XDP_PASS %s on %s%s %s", s, st.XDP.Dev, ns(st.XDP.Netns), st.XDP.Mode)
-	case st.Qdisc != nil:
-		q := st.Qdisc
-		kinds := strings.Join(q.Kind, ", then ")
-		if q.Limit > 0 {
-			kinds += fmt.Sprintf(" limit %d", q.Limit)
-		}
-		switch q.Op {
-		case "delete":
-			return 0, fmt.Sprintf("delete the root qdisc of %s%s (back to the default)", q.Dev, ns(q.Netns))
-		case "add":
-			return 0, fmt.Sprintf("add %s as the root qdisc of %s%s", kinds, q.Dev, ns(q.Netns))
-		}
-		return 0, fmt.Sprintf("replace the root qdisc of %s%s with %s", q.Dev, ns(q.Netns), kinds)
-	case st.NAPI != nil:
-		return 0, describeNAPI(st.NAPI)
-	case st.RPS != nil:
-		return 0, fmt.Sprintf("rps_cpus of %s rx queues %v = %s", st.RPS.Dev, queuesOr(st.RPS.Queues), strings.Join(st.RPS.CPUs, ", then "))
-	case st.XPS != nil:
-		return 0, fmt.Sprintf("xps_cpus of %s tx queues %v = %s", st.XPS.Dev, queuesOr(st.XPS.Queues), strings.Join(st.XPS.CPUs, ", then "))
-	case st.IRQ != nil:
-		return 0, fmt.Sprintf("pin IRQs matching %q to cpus %s", st.IRQ.Match, st.IRQ.CPUs)
-	case st.Sched != nil:
-		return 0, explainSched(st.Sched)
-	case st.Inject != nil:
-		switch {
-		case st.Inject.On == nil:
-			return 0, fmt.Sprintf("disarm, then arm inject probe %s", st.Inject.Name)
-		case *st.Inject.On:
-			return 0, "arm inject probe " + st.Inject.Name
-		}
-		return 0, "disarm inject probe " + st.Inject.Name
-	case st.Exec != nil:
-		return 0, fmt.Sprintf("run %q%s", strings.Join(st.Exec.Argv, " "), ns(st.Exec.Netns))
-	case len(st.Kselftest) > 0:
-		return 0, "kselftest " + strings.Join(st.Kselftest, ", ") + " (Debian image)"
-	case len(st.Start) > 0:
-		return 0, "start " + strings.Join(st.Start, ", ")
-	case len(st.Stop) > 0:
-		return 0, "stop " + strings.Join(st.Stop, ", ")
-	case st.Sleep > 0:
-		return st.Sleep.D(), "sleep " + st.Sleep.D().String()
-	case st.Wait != nil:
-		wt := st.Wait
-		cond := fmt.Sprintf("%s = %q", wt.Path, wt.Equals)
-		if wt.Threads != "" {
-			cond = fmt.Sprintf(">= %d %s* threads", max(wt.Min, 1), wt.Threads)
-			if wt.Absent {
-				cond = fmt.Sprintf("no %s* thread", wt.Threads)
-			}
-		}
-		return 0, fmt.Sprintf("wait until %s (up to %v)", cond, or(wt.Timeout.D().String(), "the deadline"))
+	if a := st.action(); a != nil {
+		return a.explain()
 	}
 	return 0, "?"
 }

@@ -24,12 +24,6 @@ type Inject struct {
 	Pos   Pos   `yaml:"-"`
 }
 
-// InjectStep arms or disarms a probe from the timeline.
-type InjectStep struct {
-	Name string `yaml:"name"`
-	On   *bool  `yaml:"on"` // unset = toggle each repetition, starting with off
-}
-
 // Injection bounds.
 const (
 	MaxInjectDelay = 10 * time.Millisecond // a kprobe spins with preemption off

@@ -4,7 +4,8 @@
 //
 //	s, err := scenarios.Open("scenarios/threaded-toggle-under-load.yaml", params)
 //
-// The package knows nothing of VMs; the runner executes what it describes.
+// The package knows nothing of VMs: a step's action runs against a Lab,
+// which the runner implements.
 package scenarios
 
 import (
@@ -186,7 +187,8 @@ type Defaults struct {
 	Deadline Duration `yaml:"deadline"` // per action, default 10s
 }
 
-// Step is one timeline entry: exactly one action, optionally repeated.
+// Step is one timeline entry: exactly one action, optionally repeated. Each
+// action's type and methods are in action_<kind>.go (see action.go).
 type Step struct {
 	Name     string      `yaml:"name"`
 	Write    *Write      `yaml:"write"`
@@ -221,118 +223,6 @@ type Step struct {
 	// with without failing the run: races make some refusals legitimate.
 	Tolerate []string `yaml:"tolerate"`
 	Pos      Pos      `yaml:"-"`
-}
-
-// Write writes a value (or cycles through values) to a sysfs/procfs file.
-type Write struct {
-	Path   string   `yaml:"path"`
-	Netns  string   `yaml:"netns"`
-	Value  string   `yaml:"value"`
-	Values []string `yaml:"values"`
-}
-
-// Link sets a device up or down.
-type Link struct {
-	Dev   string `yaml:"dev"`
-	Netns string `yaml:"netns"`
-	State string `yaml:"state"` // up, down, toggle
-}
-
-// GRO switches rx-gro on a device.
-type GRO struct {
-	Dev   string `yaml:"dev"`
-	Netns string `yaml:"netns"`
-	On    *bool  `yaml:"on"` // unset = toggle each repetition
-}
-
-// Channels sets the combined channel count, cycling through Values.
-type Channels struct {
-	Dev    string `yaml:"dev"`
-	Netns  string `yaml:"netns"`
-	Values []int  `yaml:"values"`
-}
-
-// Wait polls until a file holds a value or enough threads exist; its
-// Timeout (default: the step deadline) passing is a failure, not a hang.
-type Wait struct {
-	Path    string   `yaml:"path"`
-	Netns   string   `yaml:"netns"`
-	Equals  string   `yaml:"equals"`
-	Threads string   `yaml:"threads"` // comm prefix
-	Min     int      `yaml:"min"`     // threads wanted, default 1
-	Absent  bool     `yaml:"absent"`  // wait for no such thread instead
-	Timeout Duration `yaml:"timeout"`
-}
-
-// XDP attaches or detaches a trivial XDP_PASS program.
-type XDP struct {
-	Dev   string `yaml:"dev"`
-	Netns string `yaml:"netns"`
-	On    *bool  `yaml:"on"`   // unset = toggle, starting with attach
-	Mode  string `yaml:"mode"` // native, generic or "" (kernel's choice)
-}
-
-// Qdisc adds, replaces or deletes a device's root qdisc (tc qdisc add|replace|del
-// dev DEV root); the kernel picks the handle, and child qdiscs are out of reach.
-type Qdisc struct {
-	Dev   string `yaml:"dev"`
-	Netns string `yaml:"netns"`
-	Op    string `yaml:"op" jsonschema:"enum=add,enum=replace,enum=delete"` // default replace
-	// Kind is pfifo, pfifo_fast, fq_codel, mq or noqueue, or a list of them
-	// cycled per repetition; delete takes none.
-	Kind  StringList `yaml:"kind"`
-	Limit int        `yaml:"limit" jsonschema:"minimum=0"` // packets, pfifo and fq_codel only; 0 = the kernel's default
-}
-
-// RPS sets rps_cpus (and rps_flow_cnt) of RX queues.
-type RPS struct {
-	Dev     string   `yaml:"dev"`
-	Netns   string   `yaml:"netns"`
-	Queues  []int    `yaml:"queues"`   // default: queue 0
-	CPUs    []string `yaml:"cpus"`     // hex masks, cycled per repetition ("0" = off)
-	FlowCnt *int     `yaml:"flow_cnt"` // rps_flow_cnt, for RFS
-}
-
-// XPS sets xps_cpus of TX queues.
-type XPS struct {
-	Dev    string   `yaml:"dev"`
-	Netns  string   `yaml:"netns"`
-	Queues []int    `yaml:"queues"`
-	CPUs   []string `yaml:"cpus"`
-}
-
-// Sysctl sets /proc/sys values (dots or slashes), cycling through Values.
-type Sysctl struct {
-	Name   string   `yaml:"name"`
-	Netns  string   `yaml:"netns"`
-	Value  string   `yaml:"value"`
-	Values []string `yaml:"values"`
-}
-
-// IRQ pins every IRQ whose name (last column of /proc/interrupts) matches.
-type IRQ struct {
-	Match string `yaml:"match"` // regexp, e.g. virtio.-input.0
-	CPUs  string `yaml:"cpus"`  // smp_affinity_list: "1", "0-1"
-}
-
-// Sched tunes every task (threads included) whose comm starts with Task:
-// affinity, scheduling policy and priority, nice. Fewer matches than Min
-// fails the step.
-type Sched struct {
-	// Task is a comm prefix (napi/eth0-, ksoftirqd/); comms are cut to 15
-	// characters, so match by prefix.
-	Task     string `yaml:"task"`
-	CPUs     string `yaml:"cpus"`                                                                  // affinity list: "1", "0-1"
-	Policy   string `yaml:"policy" jsonschema:"enum=other,enum=batch,enum=idle,enum=fifo,enum=rr"` // other, batch, idle, fifo or rr
-	Priority int    `yaml:"priority" jsonschema:"minimum=0,maximum=99"`                            // real-time priority 1-99, fifo and rr only
-	Nice     *int   `yaml:"nice" jsonschema:"minimum=-20,maximum=19"`                              // -20..19, other and batch only
-	Min      *int   `yaml:"min" jsonschema:"minimum=0"`                                            // tasks that must match, default 1; 0 allows none
-}
-
-// Exec runs a program from the guest image in a namespace; a non-zero exit fails the step.
-type Exec struct {
-	Netns string   `yaml:"netns"`
-	Argv  []string `yaml:"argv"`
 }
 
 // Assert is one outcome check; exactly one kind is set.

@@ -55,8 +55,11 @@ func (s *Scenario) setDefaults() {
 		}
 	}
 	eachStep(s.Timeline, func(st *Step) {
-		if st.Qdisc != nil && st.Qdisc.Op == "" {
-			st.Qdisc.Op = "replace"
+		_, acts := st.held()
+		for _, a := range acts {
+			if d, ok := a.(defaulter); ok {
+				d.setDefaults()
+			}
 		}
 	})
 	for _, a := range s.Asserts {

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -134,46 +133,6 @@ func (s *Scenario) StepNames() map[string]*Step {
 		}
 	})
 	return out
-}
-
-// Value is what iteration i of a repeated step sets: the written value
-// (write, sysctl), up/down (link), on/off (gro), attach/detach (xdp), the
-// channel count, the RPS mask or the NAPIs' threaded mode; "" for other actions. The runner performs
-// exactly this, and each: assertions map it to an expected context.
-func (st *Step) Value(i int) string {
-	switch {
-	case st.Write != nil:
-		return cycle(st.Write.Value, st.Write.Values, i)
-	case st.Sysctl != nil:
-		return cycle(st.Sysctl.Value, st.Sysctl.Values, i)
-	case st.Link != nil:
-		if st.Link.State == "up" || st.Link.State == "toggle" && i%2 == 1 {
-			return "up"
-		}
-		return "down"
-	case st.GRO != nil:
-		if st.GRO.On != nil && *st.GRO.On || st.GRO.On == nil && i%2 == 1 {
-			return "on"
-		}
-		return "off"
-	case st.XDP != nil:
-		if st.XDP.On != nil && *st.XDP.On || st.XDP.On == nil && i%2 == 0 {
-			return "attach"
-		}
-		return "detach"
-	case st.Channels != nil && len(st.Channels.Values) > 0:
-		return strconv.Itoa(st.Channels.Values[i%len(st.Channels.Values)])
-	case st.RPS != nil && len(st.RPS.CPUs) > 0:
-		return st.RPS.CPUs[i%len(st.RPS.CPUs)]
-	case st.NAPI != nil && len(st.NAPI.Threaded) > 0:
-		return st.NAPI.Threaded[i%len(st.NAPI.Threaded)]
-	case st.Inject != nil:
-		if st.Inject.On != nil && *st.Inject.On || st.Inject.On == nil && i%2 == 1 {
-			return "on"
-		}
-		return "off"
-	}
-	return ""
 }
 
 func cycle(one string, many []string, i int) string {

@@ -47,127 +47,63 @@ func (a *agent) hello() wire.Hello {
 	}
 }
 
+// handler answers one request: the data to send back, or an error.
+type handler func(a *agent, m *wire.Message) (any, error)
+
+// handlers maps each op (wire.Op*) to what the agent does for it.
+var handlers = map[string]handler{
+	wire.OpHello:    func(a *agent, _ *wire.Message) (any, error) { return a.hello(), nil },
+	wire.OpInject:   does(func(a *agent, in wire.Inject) error { return a.probe.setup(in) }),
+	wire.OpArm:      does(func(a *agent, arm wire.InjectArm) error { return a.probe.arm(arm) }),
+	wire.OpSetup:    does((*agent).setup),
+	wire.OpWrite:    does(func(a *agent, f wire.File) error { return a.ns.writeFile(f) }),
+	wire.OpRead:     answers(func(a *agent, f wire.File) (string, error) { return a.ns.readFile(f) }),
+	wire.OpLink:     does(func(a *agent, l wire.Link) error { return a.ns.linkUpDown(l.Netns, l.Dev, l.Up) }),
+	wire.OpFeature:  does(func(a *agent, f wire.Feature) error { return a.ns.feature(f.Netns, f.Dev, f.Feature, f.On) }),
+	wire.OpChannels: does(func(a *agent, c wire.Channels) error { return a.ns.channels(c.Netns, c.Dev, c.Combined) }),
+	wire.OpStart:    does((*agent).startLoad),
+	wire.OpStop:     answers(func(a *agent, n wire.LoadName) (*wire.LoadStats, error) { return a.stopLoad(n.Name) }),
+	wire.OpSample:   answers(func(a *agent, s wire.SampleArgs) (*wire.Sample, error) { return a.sample(s.Sources), nil }),
+	wire.OpSysrq:    does(func(_ *agent, s wire.Sysrq) error { return os.WriteFile("/proc/sysrq-trigger", []byte(s.Key), 0) }),
+	wire.OpStacks:   func(*agent, *wire.Message) (any, error) { return stacks(), nil },
+	wire.OpDevices:  func(a *agent, _ *wire.Message) (any, error) { return a.devices(), nil },
+	wire.OpXDP:      does((*agent).xdp),
+	wire.OpQdisc:    does((*agent).qdisc),
+	wire.OpNAPI:     answers((*agent).napi),
+	wire.OpExec:     answers((*agent).exec),
+	wire.OpIRQ:      answers(func(_ *agent, x wire.IRQAffinity) ([]int, error) { return pinIRQs(x) }),
+	wire.OpSched:    answers(func(_ *agent, x wire.Sched) ([]wire.Task, error) { return schedTasks("/proc", x) }),
+	wire.OpKmemleak: func(*agent, *wire.Message) (any, error) { return kmemleak() },
+	wire.OpPoweroff: func(a *agent, _ *wire.Message) (any, error) { a.stopAll(); return nil, nil },
+}
+
+// does makes a handler of f, which takes the request's args and answers
+// nothing.
+func does[A any](f func(*agent, A) error) handler {
+	return func(a *agent, m *wire.Message) (any, error) {
+		args, err := decode[A](m)
+		if err != nil {
+			return nil, err
+		}
+		return nil, f(a, args)
+	}
+}
+
+// answers makes a handler of f, which takes the request's args and
+// answers with data.
+func answers[A, R any](f func(*agent, A) (R, error)) handler {
+	return func(a *agent, m *wire.Message) (any, error) {
+		args, err := decode[A](m)
+		if err != nil {
+			return nil, err
+		}
+		return f(a, args)
+	}
+}
+
 func (a *agent) dispatch(m *wire.Message) (any, error) {
-	switch m.Op {
-	case wire.OpHello:
-		return a.hello(), nil
-	case wire.OpInject:
-		in, err := decode[wire.Inject](m)
-		if err != nil {
-			return nil, err
-		}
-		return nil, a.probe.setup(in)
-	case wire.OpArm:
-		arm, err := decode[wire.InjectArm](m)
-		if err != nil {
-			return nil, err
-		}
-		return nil, a.probe.arm(arm)
-	case wire.OpSetup:
-		t, err := decode[wire.Topology](m)
-		if err != nil {
-			return nil, err
-		}
-		return nil, a.setup(t)
-	case wire.OpWrite:
-		f, err := decode[wire.File](m)
-		if err != nil {
-			return nil, err
-		}
-		return nil, a.ns.writeFile(f)
-	case wire.OpRead:
-		f, err := decode[wire.File](m)
-		if err != nil {
-			return nil, err
-		}
-		return a.ns.readFile(f)
-	case wire.OpLink:
-		l, err := decode[wire.Link](m)
-		if err != nil {
-			return nil, err
-		}
-		return nil, a.ns.linkUpDown(l.Netns, l.Dev, l.Up)
-	case wire.OpFeature:
-		f, err := decode[wire.Feature](m)
-		if err != nil {
-			return nil, err
-		}
-		return nil, a.ns.feature(f.Netns, f.Dev, f.Feature, f.On)
-	case wire.OpChannels:
-		c, err := decode[wire.Channels](m)
-		if err != nil {
-			return nil, err
-		}
-		return nil, a.ns.channels(c.Netns, c.Dev, c.Combined)
-	case wire.OpStart:
-		l, err := decode[wire.Load](m)
-		if err != nil {
-			return nil, err
-		}
-		return nil, a.startLoad(l)
-	case wire.OpStop:
-		n, err := decode[wire.LoadName](m)
-		if err != nil {
-			return nil, err
-		}
-		return a.stopLoad(n.Name)
-	case wire.OpSample:
-		s, err := decode[wire.SampleArgs](m)
-		if err != nil {
-			return nil, err
-		}
-		return a.sample(s.Sources), nil
-	case wire.OpSysrq:
-		s, err := decode[wire.Sysrq](m)
-		if err != nil {
-			return nil, err
-		}
-		return nil, os.WriteFile("/proc/sysrq-trigger", []byte(s.Key), 0)
-	case wire.OpStacks:
-		return stacks(), nil
-	case wire.OpDevices:
-		return a.devices(), nil
-	case wire.OpXDP:
-		x, err := decode[wire.XDP](m)
-		if err != nil {
-			return nil, err
-		}
-		return nil, a.xdp(x)
-	case wire.OpQdisc:
-		q, err := decode[wire.Qdisc](m)
-		if err != nil {
-			return nil, err
-		}
-		return nil, a.qdisc(q)
-	case wire.OpNAPI:
-		n, err := decode[wire.NAPI](m)
-		if err != nil {
-			return nil, err
-		}
-		return a.napi(n)
-	case wire.OpExec:
-		x, err := decode[wire.Exec](m)
-		if err != nil {
-			return nil, err
-		}
-		return a.exec(x)
-	case wire.OpIRQ:
-		x, err := decode[wire.IRQAffinity](m)
-		if err != nil {
-			return nil, err
-		}
-		return pinIRQs(x)
-	case wire.OpSched:
-		x, err := decode[wire.Sched](m)
-		if err != nil {
-			return nil, err
-		}
-		return schedTasks("/proc", x)
-	case wire.OpKmemleak:
-		return kmemleak()
-	case wire.OpPoweroff:
-		a.stopAll()
-		return nil, nil
+	if h, ok := handlers[m.Op]; ok {
+		return h(a, m)
 	}
 	return nil, fmt.Errorf("unknown op %q", m.Op)
 }

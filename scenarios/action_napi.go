@@ -1,9 +1,13 @@
 package scenarios
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
+	"time"
+
+	"napilab/images/wire"
 )
 
 // NAPI changes the settings of a device's NAPIs through the netdev generic
@@ -30,8 +34,8 @@ var NAPIThreadedModes = []string{"disabled", "enabled", "busy-poll"}
 // napiSettings names the settings a napi step may change.
 const napiSettings = "threaded, defer_hard_irqs, gro_flush_timeout or irq_suspend_timeout"
 
-func (k *checker) napi(p Pos, n *NAPI) {
-	c := k.c
+func (n *NAPI) check(k *checker, st *Step) {
+	c, p := k.c, st.Pos
 	k.checkRef(p, n.Netns, n.Dev)
 	if len(n.Threaded) == 0 && n.DeferHardIRQs == nil && n.GROFlushTimeout == nil && n.IRQSuspendTimeout == nil {
 		c.add(p, "napi on %s needs at least one setting: %s", n.Dev, napiSettings)
@@ -52,8 +56,8 @@ func (k *checker) napi(p Pos, n *NAPI) {
 	}
 }
 
-// describeNAPI says what a napi step sets, for explain.
-func describeNAPI(n *NAPI) string {
+// explain says what a napi step sets.
+func (n *NAPI) explain() (time.Duration, string) {
 	var set []string
 	if len(n.Threaded) > 0 {
 		set = append(set, "threaded "+strings.Join(n.Threaded, ", then "))
@@ -74,5 +78,37 @@ func describeNAPI(n *NAPI) string {
 	if n.Netns != "" {
 		which += " in netns " + n.Netns
 	}
-	return fmt.Sprintf("napi-set %s: %s", which, strings.Join(set, ", "))
+	return 0, fmt.Sprintf("napi-set %s: %s", which, strings.Join(set, ", "))
+}
+
+func (n *NAPI) label() string { return "napi " + n.Dev }
+
+// value is the threaded mode repetition i sets, "" when it sets none.
+func (n *NAPI) value(i int) string {
+	if len(n.Threaded) == 0 {
+		return ""
+	}
+	return n.Threaded[i%len(n.Threaded)]
+}
+
+func (n *NAPI) run(ctx context.Context, lab Lab, _ *Step, i int) error {
+	return lab.Call(ctx, wire.OpNAPI, n.args(i), nil)
+}
+
+// args is what repetition i asks the agent to set.
+func (n *NAPI) args(i int) wire.NAPI {
+	w := wire.NAPI{Dev: n.Dev, Netns: n.Netns, Queue: n.Queue, Threaded: n.value(i)}
+	if n.DeferHardIRQs != nil {
+		v := uint32(*n.DeferHardIRQs)
+		w.DeferHardIRQs = &v
+	}
+	ns := func(d *Duration) *uint64 {
+		if d == nil {
+			return nil
+		}
+		v := uint64(d.D().Nanoseconds())
+		return &v
+	}
+	w.GROFlushTimeout, w.IRQSuspendTimeout = ns(n.GROFlushTimeout), ns(n.IRQSuspendTimeout)
+	return w
 }
