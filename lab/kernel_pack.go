@@ -71,6 +71,9 @@ func kernelPack(ctx context.Context, g *globalOptions, o *kernelPackOptions, pat
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("failed to write %s: %w", o.out, err)
 	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil { // CreateTemp's 0600 is for secrets
+		return fmt.Errorf("failed to write %s: %w", o.out, err)
+	}
 	if err := os.Rename(f.Name(), o.out); err != nil {
 		return fmt.Errorf("failed to write %s: %w", o.out, err)
 	}
