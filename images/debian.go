@@ -133,6 +133,15 @@ func BuildDebian(ctx context.Context, opts Options, d Debian) (*Rootfs, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	unlock, err := kernels.LockKey(ctx, opts.CacheDir, "image", filepath.Base(out.Path), "being bootstrapped", opts.Wait)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if fi, err := os.Stat(out.Path); err == nil { // built while we waited
+		out.Size, out.Cached = fi.Size(), true
+		return out, nil
+	}
 	start := time.Now()
 	tree, err := os.MkdirTemp(dir, kernels.TempPattern(".debootstrap-"))
 	if err != nil {

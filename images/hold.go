@@ -2,35 +2,20 @@ package images
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"napilab/kernels"
 )
 
 // Hold takes a shared flock on the image at path so that no prune removes
-// it while a guest boots it. Callers must call the returned release. A prune
-// takes the exclusive lock without waiting and skips images that are held.
-func Hold(path string) (func(), error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("failed to hold image: %w", err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("failed to hold image %s: %w", path, err)
-	}
-	// A prune may have unlinked the file between open and flock.
-	var held, now unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &held) != nil || unix.Stat(path, &now) != nil || held.Ino != now.Ino || held.Dev != now.Dev {
-		f.Close()
-		return nil, fmt.Errorf("failed to hold image %s: it was pruned", path)
-	}
-	return func() { f.Close() }, nil
-}
+// it while a guest boots it (see kernels.Hold). Callers must call the
+// returned release.
+func Hold(path string) (func(), error) { return kernels.Hold(path) }
 
 // imagesLock is the lock file that serializes composing and pruning images.
 func imagesLock(dir string) string { return filepath.Join(dir, "lock") }

@@ -32,6 +32,8 @@ type Options struct {
 	CacheDir string
 	// ModuleDir is the napilab module root; found from the working directory when empty.
 	ModuleDir string
+	// Wait, if set, hears what a build waits for: another lab building the same image.
+	Wait func(msg string)
 }
 
 // Image is a built initramfs.

@@ -129,7 +129,8 @@ func newBuilder(ctx context.Context, spec *Spec, opts Options) (*builder, error)
 
 // Build returns the kernel for spec, building it unless an artifact for the
 // same inputs exists. A cache hit takes no lock and runs no make; a build
-// holds the cache lock throughout and publishes atomically.
+// holds its spec's lock throughout (lock.go), so builds of other specs run
+// at once, and publishes atomically.
 //
 // A spec that extends another builds on its base's build (see reuse.go):
 // the base is built first if its work dir is not, and the variant's make
@@ -166,7 +167,7 @@ func Build(ctx context.Context, spec *Spec, opts Options) (*Artifact, error) {
 	if note != "" {
 		b.notes = append(b.notes, note)
 	}
-	unlock, err := lockCache(ctx, b.layout.lockFile())
+	unlock, err := b.lockBuild(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +186,7 @@ func Build(ctx context.Context, spec *Spec, opts Options) (*Artifact, error) {
 }
 
 // Source returns the source tree spec builds from, extracting the tarball
-// and applying the spec's patches under the cache lock if that has not been
+// and applying the spec's patches under the tree's lock if that has not been
 // done yet. Callers must not modify the tree: other builds share it.
 func Source(ctx context.Context, spec *Spec, opts Options) (string, error) {
 	b, err := newBuilder(ctx, spec, opts)
@@ -195,7 +196,7 @@ func Source(ctx context.Context, spec *Spec, opts Options) (string, error) {
 	if src, ok := b.readySource(); ok {
 		return src, nil // published trees never change: no lock needed
 	}
-	unlock, err := lockCache(ctx, b.layout.lockFile())
+	unlock, err := b.layout.shareCache(ctx, b.waitReport)
 	if err != nil {
 		return "", err
 	}

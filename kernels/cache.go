@@ -33,6 +33,7 @@ func (l layout) indexDir() string           { return filepath.Join(l.root, "inde
 func (l layout) stampsDir() string          { return filepath.Join(l.root, "stamps") }
 func (l layout) ccacheDir() string          { return filepath.Join(l.root, "ccache") }
 func (l layout) lockFile() string           { return filepath.Join(l.root, "lock") }
+func (l layout) locksDir() string           { return filepath.Join(l.root, "locks") }
 
 // pristineDir is where a tarball with the given sha256 is extracted.
 func (l layout) pristineDir(tarball, sum string) string {

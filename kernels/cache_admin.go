@@ -79,6 +79,8 @@ type GCOptions struct {
 	Keep int
 	// DryRun reports what GC would remove without removing anything.
 	DryRun bool
+	// Progress, if set, receives what GC waits for (PhaseWait reports).
+	Progress func(Progress)
 }
 
 // Removal is one path GC removed, or would remove in a dry run.
@@ -91,16 +93,17 @@ type Removal struct {
 	Why string
 }
 
-// GC frees cache space, holding the cache lock (it waits for a running
-// build). It removes artifacts that are neither the current build of a spec
-// nor among the Keep newest index entries of one, index entries of removed
+// GC frees cache space, holding the cache lock exclusively: it waits for
+// running builds (lock.go). It removes artifacts that are neither the
+// current build of a spec nor among the Keep newest index entries of one
+// and that no run holds (see Hold), index entries of removed
 // artifacts, the work dirs and patched sources of specs not in specs,
 // patched sources of older patch series, leftovers of interrupted
 // builds, and scratch folders of dead processes (see TempPattern).
 // Pristine sources, ccache and images stay. Pass every spec in use:
 // the work dir of a spec GC is not told about is removed.
 func GC(ctx context.Context, root string, specs []*Spec, opts GCOptions) (removed []Removal, freed int64, err error) {
-	unlock, err := lockCache(ctx, layout{root}.lockFile())
+	unlock, err := layout{root}.ownCache(ctx, "being cleaned up by lab kernel gc", waitFunc(Options{Progress: opts.Progress}, "gc"))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -112,7 +115,7 @@ func GC(ctx context.Context, root string, specs []*Spec, opts GCOptions) (remove
 	}
 	g.current(ctx, specs)
 	g.newest(max(opts.Keep, 1))
-	steps := []func() error{g.artifacts, g.index, g.workDirs, g.sources, g.temps}
+	steps := []func() error{g.artifacts, g.index, g.workDirs, g.sources, g.temps, g.notes}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return g.removed, g.freed, err

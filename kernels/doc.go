@@ -29,10 +29,14 @@
 //	stamps/                    memoised tarball hashes
 //	ccache/                    CCACHE_DIR
 //	debs/                      Debian packages fetched for bases that name a suite (fetch.go)
-//	lock                       flock held while building
+//	lock                       readers-writer flock: builds share it, GC owns it
+//	locks/<kind>.<name>.lock   one flock per kernel, source tree and kselftest build,
+//	                           with a note per holder (lock.go)
 //
-// Artifacts are published with an atomic rename, so readers need no lock.
-// List reports each spec's cache state; GC removes what no spec needs.
+// Artifacts are published with an atomic rename, so readers need no lock;
+// a run holds its kernel (Hold) so that GC leaves it. List reports each
+// spec's cache state; GC removes what no spec needs. Pack and Unpack move
+// built kernels between machines.
 //
 // Errors split by who is at fault: *BuildError from `make bzImage` is the
 // tree's or the host's (a compile error or a killed compiler: no verdict,

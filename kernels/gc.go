@@ -109,8 +109,16 @@ func artifactSpec(l layout, name string) string {
 	return artifactKeyRe.ReplaceAllString(name, "")
 }
 
-// artifacts removes artifact dirs not kept, and temp dirs of interrupted publishes.
+// artifacts removes artifact dirs not kept and not held (see Hold), and
+// temp dirs of interrupted publishes. A removed artifact's bzImage stays
+// locked until the step ends, so that no Hold starts on it meanwhile.
 func (g *collector) artifacts() error {
+	var unlocks []func()
+	defer func() {
+		for _, u := range unlocks {
+			u()
+		}
+	}()
 	return g.each(g.l.kernelsDir(), func(name string) string {
 		spec := artifactSpec(g.l, name)
 		why := ""
@@ -124,6 +132,11 @@ func (g *collector) artifacts() error {
 		default:
 			why = fmt.Sprintf("artifact of spec %s, superseded by newer builds", spec)
 		}
+		unlock, ok := tryUnheld(filepath.Join(g.l.kernelsDir(), name, bzImageFile))
+		if !ok {
+			return "" // a run boots it
+		}
+		unlocks = append(unlocks, unlock)
 		g.gone[name] = true
 		return why
 	})
@@ -300,4 +313,37 @@ func tryLock(path string) (unlock func(), ok bool) {
 		return nil, false
 	}
 	return func() { f.Close() }, true
+}
+
+// tryUnheld takes the exclusive flock on an existing file without waiting;
+// ok is false when someone holds it. A missing file holds nothing.
+func tryUnheld(path string) (unlock func(), ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return func() {}, errors.Is(err, fs.ErrNotExist)
+	}
+	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+		f.Close()
+		return nil, false
+	}
+	return func() { f.Close() }, true
+}
+
+// notes removes holder notes of processes that are gone (see lock.go);
+// GC holds the cache lock, so no key is held by a live build anyway.
+func (g *collector) notes() error {
+	for _, dir := range []string{g.l.locksDir(), g.l.root} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.holder"))
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			var h holderNote
+			if err == nil && json.Unmarshal(data, &h) == nil && h.alive() {
+				continue
+			}
+			if err := g.remove(f, "lock note of a process that is gone"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -68,3 +68,11 @@ func describePid(name string) string {
 	}
 	return "an unknown process"
 }
+
+// LockKey takes the lock of one named thing in the cache at root (kind
+// "image", say; see lock.go), waiting until it is free or ctx ends, and
+// notes doing for waiters. wait, if set, hears whom it waits for, at once
+// and then every 30 s. Callers must call the returned release.
+func LockKey(ctx context.Context, root, kind, name, doing string, wait func(string)) (func(), error) {
+	return layout{root}.lockKey(ctx, kind, name, doing, false, wait)
+}

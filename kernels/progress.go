@@ -23,6 +23,8 @@ const (
 	PhaseCompile = "compile"
 	// PhaseLink is make bzImage linking vmlinux and the bzImage.
 	PhaseLink = "link"
+	// PhaseWait is waiting for another process's lock; Line says whose.
+	PhaseWait = "wait"
 	// PhaseDone is the final report, for cache hits too.
 	PhaseDone = "done"
 )
@@ -31,7 +33,7 @@ const (
 type Progress struct {
 	// Spec names the spec being built: a variant's base reports under its own name.
 	Spec string
-	// Phase is one of PhaseExtract, PhasePatch, PhaseSeed, PhaseConfig, PhaseCompile, PhaseLink, PhaseDone.
+	// Phase is one of PhaseWait, PhaseExtract, PhasePatch, PhaseSeed, PhaseConfig, PhaseCompile, PhaseLink, PhaseDone.
 	Phase string
 	// Objects counts the objects compiled so far (kbuild "CC"/"AS" lines for .o files).
 	Objects int

@@ -85,15 +85,22 @@ func BuildSelftests(ctx context.Context, spec *Spec, art *Artifact, opts Options
 	if err := checkTools("make", "gcc", "unshare", "mount", "rsync"); err != nil {
 		return nil, err
 	}
+	// The cache lock keeps GC away from the source while make reads it;
+	// the key's, another build of the same tests.
+	wait := waitFunc(opts, spec.Name)
+	release, err := l.shareCache(ctx, wait)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	src, err := Source(ctx, spec, opts)
 	if err != nil {
 		return nil, err
 	}
-	// Its own lock: a selftest build need not wait for a kernel build.
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, err
 	}
-	unlock, err := lockCache(ctx, filepath.Join(filepath.Dir(dir), "lock"))
+	unlock, err := l.lockKey(ctx, selftestsKey, filepath.Base(dir), "being built", false, wait)
 	if err != nil {
 		return nil, err
 	}

@@ -61,11 +61,20 @@ func (b *builder) readySource() (string, bool) {
 	return dir, true
 }
 
-// extract unpacks the tarball once into src/<base>-<sha12>, atomically.
+// extract unpacks the tarball once into src/<base>-<sha12>, atomically,
+// under the tree's lock.
 func (b *builder) extract(ctx context.Context) (string, error) {
 	dir := b.layout.pristineDir(b.spec.Base.Tarball, b.in.tarSum)
 	if _, err := os.Stat(filepath.Join(dir, "Makefile")); err == nil {
 		return dir, nil
+	}
+	unlock, err := b.layout.lockKey(ctx, srcKey, filepath.Base(dir), "being extracted", false, b.waitReport)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, err := os.Stat(filepath.Join(dir, "Makefile")); err == nil {
+		return dir, nil // extracted while we waited
 	}
 	if _, err := os.Stat(dir); err == nil {
 		return "", fmt.Errorf("failed to extract source: %s exists but has no Makefile; remove it", dir)
@@ -107,6 +116,14 @@ func (b *builder) patch(ctx context.Context, pristine string) (string, *patchedM
 	dir := b.layout.sourceDir(b.spec, b.in)
 	if m, err := readMarker(dir); err == nil {
 		return dir, m, nil
+	}
+	unlock, err := b.layout.lockKey(ctx, srcKey, filepath.Base(dir), "being patched", false, b.waitReport)
+	if err != nil {
+		return "", nil, err
+	}
+	defer unlock()
+	if m, err := readMarker(dir); err == nil {
+		return dir, m, nil // patched while we waited
 	}
 	b.report(PhasePatch, 0, "")
 	// A dir without the stamp is a leftover of an interrupted publish.

@@ -162,7 +162,7 @@ func (gs *guests) debian(ctx context.Context, kpath string, spec *kernels.Spec, 
 		stDir = st.Dir
 	}
 	start := time.Now()
-	img, rootfs, err := images.BuildGuestImage(ctx, images.Options{CacheDir: gs.g.cache()}, images.DefaultDebian(), kern.Dir, stDir)
+	img, rootfs, err := images.BuildGuestImage(ctx, images.Options{CacheDir: gs.g.cache(), Wait: func(msg string) { fmt.Fprintln(gs.log, "  "+msg) }}, images.DefaultDebian(), kern.Dir, stDir)
 	if err != nil {
 		return guest{}, err
 	}

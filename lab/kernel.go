@@ -16,7 +16,7 @@ import (
 
 func newKernelCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "kernel", Short: "Build and inspect lab kernels"}
-	cmd.AddCommand(newKernelBuildCmd(g), newKernelListCmd(g), newKernelGCCmd(g))
+	cmd.AddCommand(newKernelBuildCmd(g), newKernelListCmd(g), newKernelGCCmd(g), newKernelPackCmd(g), newKernelUnpackCmd(g))
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"text/tabwriter"
 
@@ -80,7 +81,7 @@ func newKernelGCCmd(g *globalOptions) *cobra.Command {
 		Short: "Remove cached kernels, work dirs and patched sources no spec (default " + defaultSpecGlob + ") needs",
 		Long: "Remove artifacts that are neither the current build of a spec nor among its --keep newest,\n" +
 			"the work dirs and patched sources of specs that no longer exist, and leftovers of interrupted\n" +
-			"builds. Waits for a running build (it takes the cache lock). Name every spec you still use:\n" +
+			"builds. Waits for running builds (and says which) and keeps kernels a run boots. Name every spec you still use:\n" +
 			"the work dir of a spec gc is not told about is removed.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.specs = args
@@ -101,7 +102,8 @@ func kernelGC(ctx context.Context, g *globalOptions, o *kernelGCOptions, w io.Wr
 	if err != nil {
 		return fmt.Errorf("not collecting garbage, a spec does not load: %w", err)
 	}
-	removed, freed, err := kernels.GC(ctx, g.cache(), specs, kernels.GCOptions{Keep: o.keep, DryRun: o.dryRun})
+	removed, freed, err := kernels.GC(ctx, g.cache(), specs, kernels.GCOptions{Keep: o.keep, DryRun: o.dryRun,
+		Progress: progressWriter(os.Stderr, false).report})
 	verb := "removed"
 	if o.dryRun {
 		verb = "would remove"

@@ -72,11 +72,20 @@ func (p *progressPrinter) report(r kernels.Progress) {
 		p.end()
 		return
 	}
+	if r.Phase == kernels.PhaseWait { // the lock reports once, then every 30 s: each shows
+		p.spec, p.phase, p.at = r.Spec, r.Phase, now
+		p.print("  " + r.Line)
+		return
+	}
 	if !changed && !p.due(r, now) {
 		return
 	}
 	p.spec, p.phase, p.at, p.objects = r.Spec, r.Phase, now, r.Objects
-	line := progressLine(r, now.Sub(p.compileStart))
+	p.print(progressLine(r, now.Sub(p.compileStart)))
+}
+
+// print shows one line: on a terminal in place of the last.
+func (p *progressPrinter) print(line string) {
 	if p.tty {
 		fmt.Fprintf(p.w, "\r\033[K%s", line)
 		p.open = true

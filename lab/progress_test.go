@@ -189,3 +189,23 @@ func TestProgressLine(t *testing.T) {
 		})
 	}
 }
+
+func TestProgressWaitLines(t *testing.T) {
+	for _, tty := range []bool{false, true} {
+		var out bytes.Buffer
+		clock := &fakeClock{t: time.Unix(0, 0)}
+		p := &progressPrinter{w: &out, tty: tty, now: clock.now}
+		wait := "waiting for stock-6.12 being built by pid 42 since 3m12s"
+		for range 2 { // the lock sends one at once, then one every 30 s: each shows
+			p.report(kernels.Progress{Spec: "stock-6.12", Phase: kernels.PhaseWait, Line: wait})
+			clock.t = clock.t.Add(30 * time.Second)
+		}
+		p.report(kernels.Progress{Spec: "stock-6.12", Phase: kernels.PhaseDone})
+		if got := strings.Count(out.String(), wait); got != 2 {
+			t.Errorf("tty %v: %d wait lines in %q, want 2", tty, got, out.String())
+		}
+		if !strings.HasSuffix(out.String(), "\n") {
+			t.Errorf("tty %v: output %q does not end its line", tty, out.String())
+		}
+	}
+}

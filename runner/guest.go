@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"napilab/images"
+	"napilab/kernels"
 )
 
 // Guest is a started lab guest as a run drives it: the agent's control
@@ -73,9 +73,17 @@ func (r *run) startQEMU(accel string) (Guest, error) {
 			v.close()
 		}
 	}()
-	// No prune removes the image while this run boots it.
-	if release, err := images.Hold(r.cfg.Initramfs); err == nil {
-		v.release = release
+	// No prune removes the image, no GC the kernel, while this run boots them.
+	var holds []func()
+	for _, path := range []string{r.cfg.Initramfs, r.cfg.Kernel.BzImage} {
+		if release, err := kernels.Hold(path); err == nil {
+			holds = append(holds, release)
+		}
+	}
+	v.release = func() {
+		for _, release := range holds {
+			release()
+		}
 	}
 
 	machine, err := pickMachine(r.cfg.Machine)

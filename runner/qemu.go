@@ -157,7 +157,7 @@ type vm struct {
 	ctl     *control // the agent's channel
 	mon     *monitor // QEMU's human monitor: SysRq when the agent does not answer
 	logFile *os.File // console.log
-	release func()   // drops the hold on the image
+	release func()   // drops the holds on the image and the kernel
 }
 
 // start launches QEMU in its own process group; the console goes to w and

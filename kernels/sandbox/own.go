@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -28,24 +29,37 @@ func chownTree(path string, uid, gid int, dirsOnly bool) error {
 	if !Active() {
 		return nil
 	}
+	// Another build may add and remove files meanwhile (ccache is shared):
+	// a file gone before its turn needs no owner.
 	err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
+		if err != nil && p == path {
 			return err
+		}
+		if err != nil {
+			return goneOK(err)
 		}
 		if dirsOnly && !d.IsDir() {
 			return nil
 		}
 		info, err := d.Info()
 		if err != nil {
-			return err
+			return goneOK(err)
 		}
 		if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid && int(st.Gid) == gid {
 			return nil
 		}
-		return os.Lchown(p, uid, gid)
+		return goneOK(os.Lchown(p, uid, gid))
 	})
 	if err != nil {
 		return fmt.Errorf("failed to give %s to uid %d: %w", path, uid, err)
 	}
 	return nil
+}
+
+// goneOK drops an error that says the file is gone.
+func goneOK(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
