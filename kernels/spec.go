@@ -300,3 +300,14 @@ func flatten(errs *multierror.Error) error {
 	}
 	return errs
 }
+
+// AtCommit returns spec building its tree or git base at commit (a
+// recorded run's, a bisect step's); other specs are returned as they are.
+func (s *Spec) AtCommit(commit string) *Spec {
+	if !s.Base.IsTree() {
+		return s
+	}
+	out := *s
+	out.Base = Base{Git: s.Base.Dir(), Rev: commit}
+	return &out
+}
