@@ -15,10 +15,10 @@ package kernels
 //	                         (modified, deleted, untracked and not ignored)
 //	                         as it is on disk; Dirty is that tree's id when
 //	                         it differs from HEAD's
-//	tree: on a plain folder  every file not ignored by a .gitignore, hashed
-//	                         by git add into a private repository whose
-//	                         index caches size, mtime and inode: only files
-//	                         whose stat changed are read again
+//	tree: on a plain folder  every file but .git (its .gitignore files do not
+//	                         count), hashed by git add into a private
+//	                         repository whose index caches size, mtime and
+//	                         inode: only files whose stat changed are read again
 //
 // An unchanged tree (or a touched file) gives the same id, a one-line edit
 // or a commit that changes a file another one.
@@ -218,10 +218,13 @@ func (r *gitRepo) revParse(ctx context.Context, rev, peel string) (string, error
 }
 
 // scanPlain hashes a plain folder into the private repository (its index
-// is the stat cache) and returns its tree id.
+// is the stat cache) and returns its tree id. Every file but .git counts:
+// a folder's .gitignore is not the lab's business (Debian's source
+// tarballs ignore "/*"); build outputs of a build inside it make Kbuild
+// ask for make mrproper.
 func (r *gitRepo) scanPlain(ctx context.Context, dir string) (string, error) {
 	index := filepath.Join(r.state, "scan.index")
-	if _, err := r.run(ctx, gitCmd{args: []string{"add", "-A", "--ignore-errors", "."}, index: index, work: dir}); err != nil {
+	if _, err := r.run(ctx, gitCmd{args: []string{"add", "-A", "--force", "--ignore-errors", "."}, index: index, work: dir}); err != nil {
 		return "", err
 	}
 	out, err := r.run(ctx, gitCmd{args: []string{"write-tree"}, index: index})

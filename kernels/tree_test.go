@@ -119,10 +119,12 @@ func TestTreeKey(t *testing.T) {
 }
 
 // TestPlainTreeKey: a folder that is not a git checkout is hashed with a
-// stat cache: a touch keeps its identity, an edit changes it.
+// stat cache: a touch keeps its identity, an edit changes it. Its
+// .gitignore does not count (Debian's ignores "/*").
 func TestPlainTreeKey(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "src")
 	writeFiles(t, dir, kernelTree)
+	writeFiles(t, dir, map[string]string{".gitignore": "/*\n!/debian/\n"})
 	l := layout{t.TempDir()}
 	tree := func() string {
 		t.Helper()
@@ -130,8 +132,8 @@ func TestPlainTreeKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Commit != "" || st.Dirty != "" {
-			t.Errorf("plain tree: %+v, want no commit", st)
+		if st.Commit != "" || st.Dirty != "" || st.Release != "6.1.158" {
+			t.Errorf("plain tree: %+v, want no commit, release 6.1.158", st)
 		}
 		return st.Tree
 	}
