@@ -82,6 +82,8 @@ type BuildInfo struct {
 	// Unmet lists the collections' config settings the kernel does not have
 	// (dependencies not met, module-only symbols): tests needing them skip or fail.
 	Unmet []string `json:"unmet,omitempty"`
+	// Source is the tree or git base's state built (commit, dirty tree id).
+	Source *TreeState `json:"source,omitempty"`
 }
 
 // builder holds the state of one Build call.

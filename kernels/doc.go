@@ -13,6 +13,10 @@
 // or a lore mbox per entry, see package patches) go into a hardlink copy of
 // the pristine tree, published only when every patch applied.
 //
+// A spec's base may instead be a local tree or a git repository at a
+// revision (tree.go): it is exported into the cache, never built in, and
+// keyed by the git tree id of the exact source.
+//
 // A spec that extends another is a variant: it builds on a copy of its
 // base's work dir, with make run inside a private mount namespace where the
 // variant's source and work dir are bind-mounted over the base's paths, so
@@ -22,6 +26,9 @@
 //
 //	src/<tarball>-<sha12>/     pristine extracted source, shared by all specs
 //	src/<name>-<patch12>/      patched hardlink copy, for specs with patches (tarball + series hash)
+//	src/<name>-tree/           export of a tree or git base, patched in place (tree_export.go)
+//	trees/                     private git indexes and objects of tree and git bases (tree.go)
+//	specs/                     ad-hoc specs written by lab --tree
 //	work/<name>/               persistent O= build dir, reused for incremental builds;
 //	                           a variant's starts as a copy of its base's
 //	kernels/<name>-<key16>/    published artifact: bzImage, config, build.json

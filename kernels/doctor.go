@@ -27,8 +27,8 @@ func HostChecks(specs ...*Spec) []Check {
 	out = append(out, Check{What: "libelf headers", Package: "libelf-dev", OK: err == nil})
 	seen := map[string]bool{}
 	for _, s := range specs {
-		if s.Base.Suite != "" {
-			continue // FetchChecks
+		if s.Base.Suite != "" || s.Base.IsTree() {
+			continue // FetchChecks; a tree is checked when its spec loads
 		}
 		if seen[s.Base.Tarball] {
 			continue

@@ -19,8 +19,12 @@ const inputFormat = "napilab-kernel-1"
 
 // inputs is everything a build depends on, resolved before any make runs.
 type inputs struct {
-	spec      *Spec
-	tarSum    string
+	spec *Spec
+	// tarSum is the tarball's sha256, or for a tree or git base the sha256
+	// of its git tree id (the source's content either way).
+	tarSum string
+	// tree is the source state of a tree or git base, else nil.
+	tree      *TreeState
 	fragments []Fragment
 	fragData  [][]byte
 	series    []*patches.Series // one per spec.Patches entry
@@ -30,6 +34,9 @@ type inputs struct {
 
 // resolveInputs checks the tarball, hashes it (memoised) and reads fragments and patches.
 func resolveInputs(ctx context.Context, l layout, spec *Spec) (*inputs, error) {
+	if spec.Base.IsTree() {
+		return resolveTreeInputs(ctx, l, spec)
+	}
 	if err := resolveBase(ctx, l, spec, false); err != nil {
 		return nil, err
 	}
@@ -44,25 +51,46 @@ func resolveInputs(ctx context.Context, l layout, spec *Spec) (*inputs, error) {
 	if in.tarSum, err = tarballSum(l, spec.Base.Tarball); err != nil {
 		return nil, err
 	}
+	if err := in.resolveRest(ctx); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// resolveTreeInputs resolves a tree or git base to its source state.
+func resolveTreeInputs(ctx context.Context, l layout, spec *Spec) (*inputs, error) {
+	st, err := resolveTree(ctx, l, spec.Base)
+	if err != nil {
+		return nil, err
+	}
+	in := &inputs{spec: spec, ccache: haveCcache(), tree: st, tarSum: sumString("git-tree " + st.Tree)}
+	if err := in.resolveRest(ctx); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// resolveRest reads the fragments and patches and asks the compiler's version.
+func (in *inputs) resolveRest(ctx context.Context) error {
+	spec := in.spec
+	var err error
 	for _, path := range spec.Config.Fragments {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("failed to read fragment: %w", err)
+			return fmt.Errorf("failed to read fragment: %w", err)
 		}
 		frag, err := ParseFragment(path, data)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		in.fragments = append(in.fragments, frag)
 		in.fragData = append(in.fragData, data)
 	}
 	if in.series, err = loadSeries(spec); err != nil {
-		return nil, err
+		return err
 	}
-	if in.compiler, err = compilerVersion(ctx); err != nil {
-		return nil, err
-	}
-	return in, nil
+	in.compiler, err = compilerVersion(ctx)
+	return err
 }
 
 // cc returns the CC make variable: "ccache gcc" when ccache is available.

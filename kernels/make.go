@@ -133,6 +133,9 @@ func (b *builder) publish(dir, key, work string, final []byte, objects int) (*Ar
 	info.Unmet = b.unmet
 	info.Selftests = b.spec.Config.Selftests
 	info.Debug = b.spec.Config.Debug
+	if b.in.tree != nil {
+		info.Base, info.Source = b.in.tree.Dir, b.in.tree
+	}
 	if b.plan != nil {
 		info.Reuses = b.plan.Base
 	}

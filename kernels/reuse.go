@@ -87,6 +87,11 @@ func (b *builder) planReuse(ctx context.Context) (*reusePlan, string, error) {
 	if b.spec.Extends == "" {
 		return nil, "", nil
 	}
+	if b.spec.Base.IsTree() {
+		// The base's work dir may hold another state of the tree, older
+		// than the variant's export: the variant builds in its own.
+		return nil, "", nil
+	}
 	base, err := LoadSpec(b.spec.Extends)
 	if err != nil {
 		return nil, "", fmt.Errorf("failed to load base spec: %w", err)

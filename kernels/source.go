@@ -26,8 +26,12 @@ type patchedMarker struct {
 }
 
 // sourceDir is the tree a spec builds from: the pristine extraction, or
-// src/<name>-<patch12> when it has patches. It does not create anything.
+// src/<name>-<patch12> when it has patches; for a tree or git base its
+// export, src/<name>-tree. It does not create anything.
 func (l layout) sourceDir(spec *Spec, in *inputs) string {
+	if in.tree != nil {
+		return l.exportDir(spec.Name)
+	}
 	if !in.hasPatches() {
 		return l.pristineDir(spec.Base.Tarball, in.tarSum)
 	}
@@ -37,6 +41,9 @@ func (l layout) sourceDir(spec *Spec, in *inputs) string {
 // prepareSource returns the tree to build: the pristine extraction, or a
 // patched copy of it, and for a patched copy its marker.
 func (b *builder) prepareSource(ctx context.Context) (string, *patchedMarker, error) {
+	if b.in.tree != nil {
+		return b.export(ctx)
+	}
 	pristine, err := b.extract(ctx)
 	if err != nil || !b.in.hasPatches() {
 		return pristine, nil, err
@@ -47,6 +54,10 @@ func (b *builder) prepareSource(ctx context.Context) (string, *patchedMarker, er
 // readySource returns the source tree when it is already published
 // (extracted and, with patches, patched).
 func (b *builder) readySource() (string, bool) {
+	if b.in.tree != nil {
+		dir, _, ok := b.readyExport()
+		return dir, ok
+	}
 	dir := b.layout.pristineDir(b.spec.Base.Tarball, b.in.tarSum)
 	if _, err := os.Stat(filepath.Join(dir, "Makefile")); err != nil {
 		return "", false

@@ -50,6 +50,26 @@ type Base struct {
 	// Member is the tarball's path inside Package, with Suite set:
 	// base.tarball, default usr/src/<package>.tar.xz.
 	Member string
+	// Tree is a local source tree built as it is on disk (base.tree): a
+	// plain folder, or a git checkout with its uncommitted and untracked
+	// (not ignored) files. It is exported into the cache, never built in.
+	Tree string
+	// Git is a git repository built at Rev (base.git); its work tree is not read.
+	Git string
+	// Rev is the revision of Git: a commit, tag or branch (default HEAD).
+	Rev string
+}
+
+// IsTree reports whether the base is a local tree or a git repository
+// rather than a tarball.
+func (b Base) IsTree() bool { return b.Tree != "" || b.Git != "" }
+
+// Dir is the tree or repository of a tree base.
+func (b Base) Dir() string {
+	if b.Git != "" {
+		return b.Git
+	}
+	return b.Tree
 }
 
 // Config says how to produce the kernel .config.
@@ -87,8 +107,8 @@ func LoadSpec(path string) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if spec.Base.Tarball == "" {
-		return nil, &SpecError{Path: path, Msg: "base.tarball is required"}
+	if spec.Base.Tarball == "" && !spec.Base.IsTree() {
+		return nil, &SpecError{Path: path, Msg: "base needs tarball, package and suite, tree or git"}
 	}
 	if spec.Config.Base == "" {
 		spec.Config.Base = defaultConfigBase
@@ -128,7 +148,11 @@ func loadSpec(path string, chain []string) (*Spec, error) {
 	spec.Name = f.Name
 	spec.Description = f.Description
 	var errs *multierror.Error
-	if f.Base.Suite != "" {
+	if f.Base.Tree != "" || f.Base.Git != "" || f.Base.Rev != "" {
+		base, err := treeBase(path, f.BaseLine, dir, f.Base.Tree, f.Base.Git, f.Base.Rev, f.Base.Tarball+f.Base.Package+f.Base.Suite != "")
+		errs = multierror.Append(errs, err)
+		spec.Base = base
+	} else if f.Base.Suite != "" {
 		// The tarball is a member of the package, fetched when not installed.
 		if err := checkFetchedBase(path, f.Base.Package, f.Base.Suite, f.Base.Tarball); err != nil {
 			errs = multierror.Append(errs, err)
@@ -202,6 +226,47 @@ func checkFetchedBase(path, pkg, suite, member string) error {
 	return nil
 }
 
+// treeBase checks a tree or git base: one of the two, a folder that
+// exists, rev only with git, no tarball fields beside them.
+func treeBase(path string, line int, dir, tree, git, rev string, tarball bool) (Base, error) {
+	var msg string
+	switch {
+	case tree != "" && git != "":
+		msg = "base.tree and base.git exclude each other: tree builds the folder as it is, git a revision of it"
+	case tree == "" && git == "":
+		msg = "base.rev needs base.git: the repository to build the revision of"
+	case tree != "" && rev != "":
+		msg = "base.rev needs base.git, not base.tree: a tree is built as it is on disk"
+	case tarball:
+		msg = "base.tree and base.git exclude base.tarball, base.package and base.suite"
+	case strings.HasPrefix(rev, "-"):
+		msg = fmt.Sprintf("base.rev %q: a revision does not start with -", rev)
+	}
+	if msg != "" {
+		return Base{}, &SpecError{Path: path, Line: line, Msg: msg}
+	}
+	b := Base{Tree: tree, Git: git, Rev: rev}
+	p, err := filepath.Abs(resolvePath(dir, b.Dir()))
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = os.Stat(p); err == nil && !fi.IsDir() {
+			err = fmt.Errorf("not a folder")
+		}
+	}
+	if err != nil {
+		return b, &SpecError{Path: path, Line: line, Msg: fmt.Sprintf("base %q: %v", b.Dir(), err), Err: err}
+	}
+	if git != "" {
+		b.Git = p
+		if b.Rev == "" {
+			b.Rev = "HEAD"
+		}
+	} else {
+		b.Tree = p
+	}
+	return b, nil
+}
+
 // existingFile resolves a path named in a spec and checks that the file exists.
 func existingFile(specPath, dir, kind string, ref located) (string, error) {
 	p := resolvePath(dir, ref.Value)
@@ -234,4 +299,15 @@ func flatten(errs *multierror.Error) error {
 		return errs.Errors[0]
 	}
 	return errs
+}
+
+// AtCommit returns spec building its tree or git base at commit (a
+// recorded run's, a bisect step's); other specs are returned as they are.
+func (s *Spec) AtCommit(commit string) *Spec {
+	if !s.Base.IsTree() {
+		return s
+	}
+	out := *s
+	out.Base = Base{Git: s.Base.Dir(), Rev: commit}
+	return &out
 }

@@ -63,7 +63,7 @@ func TestLoadSpecErrors(t *testing.T) {
 		{"make arguments", "name: x\nbase:\n  tarball: /t.tar.xz\nconfig:\n  base: tinyconfig O=/\n", `x.yaml:5: config.base "tinyconfig O=/"`},
 		{"device patch", good + "patches: [/dev/zero]\n", `x.yaml:6: patch "/dev/zero" is not a file or folder`},
 		{"device extends", "name: x\nextends: /dev/zero\n", `x.yaml:2: failed to load extended spec: failed to read spec: /dev/zero is not a regular file`},
-		{"no tarball", "name: x\n", `x.yaml: base.tarball is required`},
+		{"no base", "name: x\n", `x.yaml: base needs tarball, package and suite, tree or git`},
 		{"syntax", "name: x\n  bad: [\n", `x.yaml:2: `},
 		{"wrong type", "name: x\ncmdline: {a: b}\n", `x.yaml:2: cannot unmarshal`},
 		{"empty", "", `x.yaml: empty spec`},

@@ -21,8 +21,12 @@ type specFile struct {
 		Tarball string `yaml:"tarball"`
 		Package string `yaml:"package"`
 		Suite   string `yaml:"suite"`
+		Tree    string `yaml:"tree"`
+		Git     string `yaml:"git"`
+		Rev     string `yaml:"rev"`
 	} `yaml:"base"`
-	Config struct {
+	BaseLine int `yaml:"-"`
+	Config   struct {
 		Base      located   `yaml:"base"`
 		Fragments []located `yaml:"fragments"`
 		Selftests []string  `yaml:"selftests"`
@@ -66,6 +70,7 @@ func decodeSpec(path string, data []byte) (*specFile, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err == nil {
 		f.NameLine = keyLine(&root, "name")
+		f.BaseLine = keyLine(&root, "base")
 	}
 	return &f, nil
 }

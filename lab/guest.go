@@ -31,6 +31,7 @@ type guests struct {
 	failed    map[string]error // kernel builds that failed, by spec and flavour
 	held      []*images.Image  // Debian images held until the runs are done
 	cacheOnly bool             // use cached kernels only, building none (lab repro)
+	commit    string           // build a tree or git base at this commit (lab repro)
 	nice      int              // builds' niceness (kernels.Options.Nice): lab run's guests beside them come first
 }
 
@@ -132,7 +133,7 @@ func (gs *guests) kernel(ctx context.Context, kpath string, fl kernels.Flavour) 
 	if err := gs.failed[key]; err != nil {
 		return nil, nil, err
 	}
-	kern, spec, err := buildKernelFor(ctx, gs.g, kpath, fl, kernels.Options{Jobs: gs.makeJobs, CacheOnly: gs.cacheOnly, Nice: gs.nice}, progressWriter(gs.log, false))
+	kern, spec, err := buildPinned(ctx, gs.g, kpath, gs.commit, fl, kernels.Options{Jobs: gs.makeJobs, CacheOnly: gs.cacheOnly, Nice: gs.nice}, progressWriter(gs.log, false))
 	if err != nil && ctx.Err() == nil { // an interrupted build says nothing of the next try
 		gs.failed[key] = err
 	}

@@ -25,18 +25,36 @@ type kernelBuildOptions struct {
 	quiet     bool
 	selftests []string
 	flavour   string
+	tree      treeOptions
 }
 
 func newKernelBuildCmd(g *globalOptions) *cobra.Command {
 	o := &kernelBuildOptions{}
 	cmd := &cobra.Command{
-		Use:   "build SPEC...",
-		Short: "Build kernels from specs, or find them in the cache",
-		Args:  cobra.MinimumNArgs(1),
+		Use:   "build SPEC... | build --tree DIR [--rev REV] [--name NAME]",
+		Short: "Build kernels from specs or a local tree, or find them in the cache",
+		Long: `Builds each spec, or with --tree a local kernel tree: as it is on disk (uncommitted and untracked
+files too), or with --rev a revision of its git repository. The tree is exported into the cache and
+built there out of tree; nothing is written to it. Its spec is written to <cache>/specs/NAME.yaml,
+usable with -k; its config (fragments, cmdline) is the stock spec's nearest below the tree's release.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl, err := kernels.ParseFlavour(o.flavour)
 			if err != nil {
 				return err
+			}
+			tree, err := o.tree.set()
+			if err != nil {
+				return err
+			}
+			if tree {
+				path, err := o.tree.specPath(cmd.Context(), g)
+				if err != nil {
+					return err
+				}
+				args = append(args, path)
+			}
+			if len(args) == 0 {
+				return fmt.Errorf("name a spec or --tree DIR")
 			}
 			fl = fl.Join(kernels.Flavour{Selftests: o.selftests})
 			for _, spec := range args {
@@ -53,6 +71,7 @@ func newKernelBuildCmd(g *globalOptions) *cobra.Command {
 	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "no progress output")
 	cmd.Flags().StringSliceVar(&o.selftests, "kselftest", nil, "also merge these kselftest collections' config fragments (e.g. net)")
 	cmd.Flags().StringVar(&o.flavour, "flavour", "", flavourUsage)
+	addTreeFlags(cmd, &o.tree)
 	return cmd
 }
 
@@ -76,9 +95,18 @@ const flavourUsage = "build flavour: debug (KASAN, lockdep, UBSAN, kmemleak), ks
 // opts gives make's -j and CacheOnly; the cache and progress (nil: none)
 // are set here.
 func buildKernelFor(ctx context.Context, g *globalOptions, path string, fl kernels.Flavour, opts kernels.Options, progress *progressPrinter) (*kernels.Artifact, *kernels.Spec, error) {
+	return buildPinned(ctx, g, path, "", fl, opts, progress)
+}
+
+// buildPinned is buildKernelFor with a tree or git base built at commit
+// when commit is set (lab repro, lab bisect).
+func buildPinned(ctx context.Context, g *globalOptions, path, commit string, fl kernels.Flavour, opts kernels.Options, progress *progressPrinter) (*kernels.Artifact, *kernels.Spec, error) {
 	spec, err := kernels.LoadSpec(path)
 	if err != nil {
 		return nil, nil, err
+	}
+	if commit != "" {
+		spec = spec.AtCommit(commit)
 	}
 	for _, c := range fl.Selftests {
 		if !kernels.ValidCollection(c) {
@@ -111,6 +139,10 @@ func buildKernelFor(ctx context.Context, g *globalOptions, path string, fl kerne
 // kernel (at specPath) and the image; callers add the scenario and the rest.
 func guestConfig(specPath string, spec *kernels.Spec, k *kernels.Artifact, img *images.Image) runner.Config {
 	// The release is the build's until the guest reports its uname -r.
-	return runner.Config{Kernel: results.Kernel{Spec: spec.Name, Flavour: spec.Flavour().String(), Key: k.Key, BzImage: k.BzImage, Release: k.Release()}, KernelSpec: specPath,
+	cfg := runner.Config{Kernel: results.Kernel{Spec: spec.Name, Flavour: spec.Flavour().String(), Key: k.Key, BzImage: k.BzImage, Release: k.Release()}, KernelSpec: specPath,
 		Cmdline: spec.Cmdline, Initramfs: img.Path, ImageHash: img.Hash}
+	if src := k.Info.Source; src != nil {
+		cfg.Kernel.Commit, cfg.Kernel.Dirty = src.Commit, src.Dirty
+	}
+	return cfg
 }

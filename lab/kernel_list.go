@@ -38,6 +38,9 @@ func newKernelListCmd(g *globalOptions) *cobra.Command {
 // kernelList prints one line per spec; specs that do not load make it exit 2 after the table.
 func kernelList(ctx context.Context, g *globalOptions, o *kernelListOptions, w io.Writer) error {
 	specs, loadErr := loadSpecFiles(o.specs)
+	if len(o.specs) == 0 {
+		specs = append(specs, adhocSpecs(g)...)
+	}
 	entries, err := kernels.List(ctx, g.cache(), specs)
 	if err != nil {
 		return err
@@ -102,6 +105,9 @@ func kernelGC(ctx context.Context, g *globalOptions, o *kernelGCOptions, w io.Wr
 	if err != nil {
 		return fmt.Errorf("not collecting garbage, a spec does not load: %w", err)
 	}
+	if len(o.specs) == 0 {
+		specs = append(specs, adhocSpecs(g)...)
+	}
 	removed, freed, err := kernels.GC(ctx, g.cache(), specs, kernels.GCOptions{Keep: o.keep, DryRun: o.dryRun,
 		Progress: progressWriter(os.Stderr, false).report})
 	verb := "removed"
@@ -139,6 +145,19 @@ func loadSpecFiles(paths []string) ([]*kernels.Spec, error) {
 		specs = append(specs, s)
 	}
 	return specs, errs.ErrorOrNil()
+}
+
+// adhocSpecs loads the ad-hoc specs lab --tree wrote into the cache; one
+// whose tree is gone is left out (gc then removes its work dir).
+func adhocSpecs(g *globalOptions) []*kernels.Spec {
+	paths, _ := filepath.Glob(filepath.Join(kernels.SpecsDir(g.cache()), "*.yaml"))
+	var specs []*kernels.Spec
+	for _, p := range paths {
+		if s, err := kernels.LoadSpec(p); err == nil {
+			specs = append(specs, s)
+		}
+	}
+	return specs
 }
 
 // formatBytes renders a size for humans: 3.7 MiB.

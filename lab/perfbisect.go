@@ -8,17 +8,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"napilab/kernels"
-	"napilab/patches"
 	"napilab/results"
 	"napilab/results/stats"
 	"napilab/runner"
 	"napilab/scenarios"
 )
 
-// perfBisect finds the first patch whose prefix moves metric past its budget:
-// the base runs perf.repeat times once, then each probed prefix as often,
-// and each is checked against the base as lab run checks a perf scenario.
-func perfBisect(cmd *cobra.Command, o *bisectOptions, s *scenarios.Scenario, params map[string]string, series *patches.Series,
+// perfBisect finds the first candidate (a series' prefix, a commit) that
+// moves metric past its budget: the good end runs perf.repeat times once,
+// then each probed candidate as often, and each is checked against the good
+// end as lab run checks a perf scenario.
+func perfBisect(cmd *cobra.Command, o *bisectOptions, s *scenarios.Scenario, c candidates,
 	build func(k int) (*kernels.Spec, *kernels.Artifact, error), dirOf func(k int) string,
 	config func(*kernels.Spec, *kernels.Artifact) runner.Config, start time.Time) error {
 	ctx := cmd.Context()
@@ -57,7 +57,7 @@ func perfBisect(cmd *cobra.Command, o *bisectOptions, s *scenarios.Scenario, par
 		return err
 	}
 	if baseRuns == nil {
-		return &exitCodeError{code: exitError, err: fmt.Errorf("the base kernel does not build")}
+		return &exitCodeError{code: exitError, err: fmt.Errorf("the good end (%s) does not build", c.label(0))}
 	}
 	checks := map[int]stats.BudgetResult{}
 	test := func(k int) (runner.Outcome, error) {
@@ -70,11 +70,11 @@ func perfBisect(cmd *cobra.Command, o *bisectOptions, s *scenarios.Scenario, par
 		}
 		for _, r := range rs {
 			if r.Verdict == results.Fail && !runner.Booted(r) {
-				fmt.Fprintf(stderr, "patches 1..%d: the kernel does not boot, skipped\n", k)
+				fmt.Fprintf(stderr, "%s: the kernel does not boot, skipped\n", c.label(k))
 				return runner.Skip, nil
 			}
 			if r.Verdict == results.Fail {
-				fmt.Fprintf(stderr, "patches 1..%d: a run FAILed: %s\n", k, r.Title())
+				fmt.Fprintf(stderr, "%s: a run FAILed: %s\n", c.label(k), r.Title())
 				return runner.Bad, nil
 			}
 		}
@@ -83,7 +83,7 @@ func perfBisect(cmd *cobra.Command, o *bisectOptions, s *scenarios.Scenario, par
 			[]stats.Budget{*budget}, s.Perf.Alpha, 1)
 		br := pc.Budgets[0]
 		checks[k] = br
-		fmt.Fprintf(stderr, "patches 1..%d: %s %s\n", k, br.Verdict, br.Reason)
+		fmt.Fprintf(stderr, "%s: %s %s\n", c.label(k), br.Verdict, br.Reason)
 		switch br.Verdict {
 		case results.Fail:
 			return runner.Bad, nil
@@ -92,23 +92,23 @@ func perfBisect(cmd *cobra.Command, o *bisectOptions, s *scenarios.Scenario, par
 		case results.Inconclusive:
 			return runner.Skip, nil
 		}
-		return runner.Skip, fmt.Errorf("patches 1..%d: %s", k, br.Reason)
+		return runner.Skip, fmt.Errorf("%s: %s", c.label(k), br.Reason)
 	}
-	n := len(series.Patches)
+	n := c.count()
 	switch oc, err := test(n); {
 	case err != nil:
 		return err
 	case oc == runner.Skip:
-		return &exitCodeError{code: exitError, err: fmt.Errorf("the whole series does not build or boot, or the noise hides %s: nothing to bisect", o.metric)}
+		return &exitCodeError{code: exitError, err: fmt.Errorf("the bad end (%s) does not build or boot, or the noise hides %s: nothing to bisect", c.label(n), o.metric)}
 	case oc == runner.Good:
-		return &exitCodeError{code: exitError, err: fmt.Errorf("the whole series keeps %s within its budget: nothing to bisect", o.metric)}
+		return &exitCodeError{code: exitError, err: fmt.Errorf("the bad end (%s) keeps %s within its budget: nothing to bisect", c.label(n), o.metric)}
 	}
-	res, err := runner.Bisect(n, test, func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) })
+	res, err := runner.Bisect(n, test, nil)
 	if err != nil {
 		return err
 	}
 	w := cmd.OutOrStdout()
-	printBisect(w, series, res)
+	c.print(w, res)
 	if res.First == res.Last {
 		if br, ok := checks[res.First]; ok {
 			fmt.Fprintf(w, "  %s\n", br.Reason)

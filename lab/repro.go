@@ -72,17 +72,11 @@ func readReplay(dir string) (*results.Replay, error) {
 }
 
 // reproSpec picks the spec to use: --kernel as given, else replay.json's
-// when it lies under specsDir (symlinks resolved).
-func reproSpec(o *reproOptions, rp *results.Replay) (string, error) {
+// when it lies under specsDir or the cache's ad-hoc specs (lab --tree),
+// symlinks resolved.
+func reproSpec(o *reproOptions, rp *results.Replay, cacheDir string) (string, error) {
 	if o.kernel != "" {
 		return o.kernel, nil
-	}
-	root, err := filepath.EvalSymlinks(specsDir)
-	if err == nil {
-		root, err = filepath.Abs(root)
-	}
-	if err != nil {
-		return "", fmt.Errorf("replay.json names kernel spec %s and there is no %s/ folder here: run from the project root or pass --kernel", rp.KernelSpec, specsDir)
 	}
 	p, err := filepath.EvalSymlinks(rp.KernelSpec)
 	if err == nil {
@@ -91,10 +85,33 @@ func reproSpec(o *reproOptions, rp *results.Replay) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("replay.json's kernel spec: %w (pass one with --kernel)", err)
 	}
-	if rel, err := filepath.Rel(root, p); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+	if within(kernels.SpecsDir(cacheDir), p) {
+		return rp.KernelSpec, nil
+	}
+	root, err := filepath.EvalSymlinks(specsDir)
+	if err == nil {
+		root, err = filepath.Abs(root)
+	}
+	if err != nil {
+		return "", fmt.Errorf("replay.json names kernel spec %s and there is no %s/ folder here: run from the project root or pass --kernel", rp.KernelSpec, specsDir)
+	}
+	if !within(root, p) {
 		return "", fmt.Errorf("replay.json names kernel spec %s, outside %s: pass it with --kernel if you trust it", rp.KernelSpec, root)
 	}
 	return rp.KernelSpec, nil
+}
+
+// within reports whether the absolute, resolved path p lies under dir.
+func within(dir, p string) bool {
+	dir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 func repro(cmd *cobra.Command, g *globalOptions, o *reproOptions, dir string) error {
@@ -104,7 +121,7 @@ func repro(cmd *cobra.Command, g *globalOptions, o *reproOptions, dir string) er
 	if err != nil {
 		return err
 	}
-	kpath, err := reproSpec(o, rp)
+	kpath, err := reproSpec(o, rp, g.cache())
 	if err != nil {
 		return err
 	}
@@ -126,6 +143,13 @@ func repro(cmd *cobra.Command, g *globalOptions, o *reproOptions, dir string) er
 	fmt.Fprintf(stderr, "scenario: %s (the resolved copy saved by the run; replay.json's %s is not read)\n", spath, rp.Scenario)
 	gs := newGuests(g, 0, stderr)
 	gs.flavour, _ = kernels.ParseFlavour(rp.Flavour)
+	if rp.Commit != "" && rp.Dirty == "" {
+		// The commit, not wherever the tree or branch is now.
+		gs.commit = rp.Commit
+		fmt.Fprintf(stderr, "kernel source: commit %s of the spec's tree\n", rp.Commit)
+	} else if rp.Dirty != "" {
+		fmt.Fprintf(stderr, "kernel source: commit %s with uncommitted changes (tree %.12s): the tree must still hold them\n", rp.Commit, rp.Dirty)
+	}
 	if cached != nil {
 		gs.cacheOnly = true
 		fmt.Fprintf(stderr, "kernel: %s from the cache (key %s), spec %s\n", cached.Dir, rp.KernelKey[:16], kpath)

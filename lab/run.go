@@ -40,6 +40,7 @@ type runOptions struct {
 	kselftestTimeout time.Duration
 	flakes           flakeOptions
 	perf             perfOptions
+	tree             treeOptions // --tree: an ad-hoc spec, in place of the default -k
 }
 
 func newRunCmd(g *globalOptions) *cobra.Command {
@@ -61,7 +62,9 @@ Runs start as soon as the guest they boot is built, while the next builds: every
 then the flavours and images some scenarios need (kselftest, debug). Builds beside runs are niced;
 guests beside them still boot slower and time noisier (timing-only failures run once more); perf
 runs wait for every build. A failed build is an ERROR for the scenarios that needed it; the others
-run. --build-first builds everything before the first run.`,
+run. --build-first builds everything before the first run.
+--tree DIR runs on a local kernel tree (see lab kernel build --tree) instead of the default kernel,
+or beside the kernels -k names.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runScenarios(cmd, g, o, args)
@@ -85,6 +88,7 @@ run. --build-first builds everything before the first run.`,
 	cmd.Flags().BoolVar(&o.perf.againstBaseline, "against-baseline", false, "perf scenarios: take side A from a fitting stored baseline instead of running it")
 	cmd.Flags().StringVar(&o.perf.baselines, "baselines", defaultBaselines, "folder of stored baselines (lab baseline)")
 	cmd.Flags().Int64Var(&o.perf.seed, "seed", 1, "perf scenarios: bootstrap seed")
+	addTreeFlags(cmd, &o.tree)
 	return cmd
 }
 
@@ -116,6 +120,9 @@ func runScenarios(cmd *cobra.Command, g *globalOptions, o *runOptions, files []s
 	if err != nil {
 		return err
 	}
+	if err := o.addTree(cmd, g); err != nil {
+		return err
+	}
 	// Validate every scenario and parameter set before building or booting anything.
 	var plan []planned
 	warned := map[string]bool{}
@@ -135,6 +142,25 @@ func runScenarios(cmd *cobra.Command, g *globalOptions, o *runOptions, files []s
 		}
 	}
 	return runPlan(cmd, g, o, plan, k, n)
+}
+
+// addTree writes the --tree spec and runs on it: in place of the default
+// kernel, or beside those -k names.
+func (o *runOptions) addTree(cmd *cobra.Command, g *globalOptions) error {
+	tree, err := o.tree.set()
+	if err != nil || !tree {
+		return err
+	}
+	path, err := o.tree.specPath(cmd.Context(), g)
+	if err != nil {
+		return err
+	}
+	if cmd.Flags().Changed("kernel") {
+		o.kernels = append(o.kernels, path)
+	} else {
+		o.kernels = []string{path}
+	}
+	return nil
 }
 
 // planned is one scenario with one parameter set.

@@ -156,6 +156,8 @@ type Kernel struct {
 	Key     string `json:"key"`               // build cache key
 	Release string `json:"release"`           // uname -r in the guest
 	BzImage string `json:"bzimage"`
+	Commit  string `json:"commit,omitempty"` // tree or git base: the commit built on
+	Dirty   string `json:"dirty,omitempty"`  // tree base: git tree id of the working tree, when not the commit's
 }
 
 // Timings are wall-clock seconds.
@@ -347,4 +349,6 @@ type Replay struct {
 	Seed       int64             `json:"seed"`
 	Accel      string            `json:"accel"`
 	QEMU       string            `json:"qemu"`
+	Commit     string            `json:"commit,omitempty"` // tree or git base: the commit built on (lab repro builds it)
+	Dirty      string            `json:"dirty,omitempty"`  // tree base: the working tree's git tree id, when not the commit's
 }

@@ -225,7 +225,7 @@ func (r *run) do(ctx context.Context) error {
 func (r *run) writeReplay() {
 	b, err := json.MarshalIndent(results.Replay{KernelSpec: r.cfg.KernelSpec, Flavour: r.cfg.Kernel.Flavour, KernelKey: r.cfg.Kernel.Key,
 		ImageHash: r.cfg.ImageHash, Scenario: r.s.Path, Params: r.cfg.Params, Seed: r.res.Seed,
-		Accel: r.res.Accel, QEMU: r.res.QEMU}, "", "  ")
+		Accel: r.res.Accel, QEMU: r.res.QEMU, Commit: r.cfg.Kernel.Commit, Dirty: r.cfg.Kernel.Dirty}, "", "  ")
 	if err == nil {
 		os.WriteFile(filepath.Join(r.cfg.OutDir, "replay.json"), append(b, '\n'), 0o644)
 	}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"napilab/kernels"
+	"napilab/results"
+)
+
+// TestTreeFlags: the tree flags and the bisect range are checked before
+// anything is built or booted.
+func TestTreeFlags(t *testing.T) {
+	t.Chdir("..")
+	cache := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"rev without tree", []string{"kernel", "build", "--rev", "v6.1"}, "--rev, --name and --config-from need --tree"},
+		{"nothing to build", []string{"kernel", "build"}, "name a spec or --tree DIR"},
+		{"tree not a repository", []string{"kernel", "build", "--tree", cache, "--rev", "HEAD"}, "is not a git repository"},
+		{"bisect nothing", []string{"bisect", "scenarios/napi-disable-race.yaml"}, "--series SERIES, or --tree DIR --good A --bad B"},
+		{"bisect both", []string{"bisect", "scenarios/napi-disable-race.yaml", "--series", "x", "--tree", "."}, "exclude each other"},
+		{"bisect no range", []string{"bisect", "scenarios/napi-disable-race.yaml", "--tree", ".", "--good", "v6.1"}, "--tree needs --good and --bad"},
+		{"bisect range without tree", []string{"bisect", "scenarios/napi-disable-race.yaml", "--series", "x", "--bad", "HEAD"}, "--good and --bad need --tree"},
+		{"bisect with rev", []string{"bisect", "scenarios/napi-disable-race.yaml", "--tree", ".", "--rev", "x", "--good", "a", "--bad", "b"}, "--rev does not go with bisect"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := execLab(t, append(tc.args, "--cache", cache)...); !strings.Contains(got, tc.want) {
+				t.Errorf("lab %v: %q, want %q", tc.args, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestReproTreeSpec: replay.json may name an ad-hoc spec in the cache's
+// specs folder (lab --tree wrote it), not one beside it.
+func TestReproTreeSpec(t *testing.T) {
+	t.Chdir("..")
+	cache := t.TempDir()
+	specs := kernels.SpecsDir(cache)
+	os.MkdirAll(specs, 0o755)
+	inside := filepath.Join(specs, "tree-linux.yaml")
+	outside := filepath.Join(cache, "evil.yaml")
+	for _, p := range []string{inside, outside} {
+		os.WriteFile(p, []byte("name: x\n"), 0o644)
+	}
+	for _, tc := range []struct {
+		name, spec, want string
+	}{
+		{"ad-hoc spec", inside, ""},
+		{"beside the specs folder", outside, "outside"},
+		{"through ..", filepath.Join(specs, "..", "evil.yaml"), "outside"},
+	} {
+		got, err := reproSpec(&reproOptions{}, &results.Replay{KernelSpec: tc.spec}, cache)
+		switch {
+		case tc.want == "" && (err != nil || got != tc.spec):
+			t.Errorf("%s: %q, %v; want %s trusted", tc.name, got, err, tc.spec)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %q, %v; want an error with %q", tc.name, got, err, tc.want)
+		}
+	}
+}
