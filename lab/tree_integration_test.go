@@ -146,7 +146,8 @@ func makeTreeRepo(t *testing.T, ctx context.Context) (repo, control string) {
 	}
 	repo = filepath.Join(tmp, entries[0].Name())
 	gitIn(t, repo, "init", "-q", "-b", "main")
-	gitIn(t, repo, "add", "-A")
+	// -f: Debian's tarball ships a .gitignore that ignores /* (its packaging's).
+	gitIn(t, repo, "add", "-A", "-f")
 	gitIn(t, repo, "commit", "-q", "-m", "import linux-source-6.1")
 	gitIn(t, repo, "tag", "import")
 	commit := func(p patches.Patch) string {

@@ -82,7 +82,7 @@ func (s *Scenario) Explain(w io.Writer) {
 			rate = fmt.Sprintf("%d pkt/s", l.Rate)
 		}
 		if l.OpenLoop {
-			rate += " open loop (sent on schedule, latency from when due)"
+			rate += " open loop (sent on schedule, not after the answer)"
 		}
 		kind := l.Kind
 		if l.Proto != "" {

@@ -161,8 +161,9 @@ type Load struct {
 	// (4 MiB asked with SO_RCVBUF, which net.core.rmem_max caps).
 	RcvBuf int `yaml:"rcvbuf" jsonschema:"minimum=0"`
 	// OpenLoop makes an rr client send at rate whether or not answers came
-	// (xsk_rr's sender): latencies run from when each request was due, so
-	// a slow answer does not slow the requests behind it.
+	// (xsk_rr's sender), so a slow answer does not hold back the requests
+	// behind it; latencies run from each send (the client shares the guest:
+	// its lateness in waking is not the answer's).
 	OpenLoop bool `yaml:"open_loop"`
 }
 

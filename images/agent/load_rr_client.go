@@ -126,10 +126,12 @@ func (l *load) transaction(d time.Duration, bytes int) {
 }
 
 // openLoop is one flow of an open-loop udp client: requests leave on the
-// pacer's schedule whether or not answers came, each carrying its sequence
-// number and the time it was due, so a latency runs from when the request
-// was due (no coordinated omission). A request still unanswered rrTimeout
-// after the load stops counts as an error.
+// pacer's schedule whether or not answers came, so a slow answer does not
+// hold back the requests behind it. Each carries its sequence number and
+// its send time: a latency runs from the send, not from when it was due,
+// since the client shares the guest and its own lateness in waking (a
+// busy-polling column starves it) is not the answer's. A request still
+// unanswered rrTimeout after the load stops counts as an error.
 type openLoop struct {
 	l         *load
 	fd, size  int
@@ -144,9 +146,8 @@ func (o *openLoop) send(ctx context.Context, p *pacer) {
 		if !p.wait(ctx) {
 			return
 		}
-		due := p.due().Sub(o.start)
 		binary.LittleEndian.PutUint64(req, seq)
-		binary.LittleEndian.PutUint64(req[8:], uint64(due))
+		binary.LittleEndian.PutUint64(req[8:], uint64(time.Since(o.start)))
 		if err := unix.Send(o.fd, req, 0); err != nil {
 			o.l.errors.Add(1)
 			continue
@@ -175,9 +176,9 @@ func (o *openLoop) receive(ctx context.Context) {
 		if err != nil || n < 16 {
 			continue // the socket's timeout lets ctx be seen; a runt is no answer
 		}
-		due := time.Duration(binary.LittleEndian.Uint64(resp[8:]))
+		sent := time.Duration(binary.LittleEndian.Uint64(resp[8:]))
 		o.got.Add(1)
-		o.l.transaction(time.Since(o.start)-due, 2*o.size)
+		o.l.transaction(time.Since(o.start)-sent, 2*o.size)
 	}
 	if sent, got := o.sent.Load(), o.got.Load(); sent > got {
 		o.l.errors.Add(sent - got)

@@ -189,15 +189,6 @@ func newPacer(rate, flows int) *pacer {
 	return &pacer{interval: time.Second * time.Duration(flows) / time.Duration(rate)}
 }
 
-// due is when the iteration wait last returned for was due (zero for an
-// unpaced flow).
-func (p *pacer) due() time.Time {
-	if p.interval == 0 {
-		return time.Time{}
-	}
-	return p.next.Add(-p.interval)
-}
-
 // wait blocks until the next iteration is due and reports whether ctx is
 // still live.
 func (p *pacer) wait(ctx context.Context) bool {

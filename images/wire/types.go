@@ -150,7 +150,7 @@ type Load struct {
 	// SO_RCVBUF, which rmem_max caps.
 	RcvBuf int `json:"rcvbuf,omitempty"`
 	// OpenLoop makes a udp rr client send at Rate whether or not answers
-	// came; latencies run from when each request was due.
+	// came; latencies run from each send.
 	OpenLoop bool `json:"open_loop,omitempty"`
 }
 
