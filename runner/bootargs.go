@@ -14,8 +14,7 @@ import (
 // bootTuning returns the kernel command-line words that shorten a lab
 // guest's boot and change nothing a run measures; they come after
 // baseCmdline and before the spec's and the scenario's words, which win.
-// Each is worth 0.1-0.3 s of QEMU CPU time per boot under TCG (README,
-// Machine and boot time).
+// README, Machine and boot time, has what each is worth under TCG.
 func bootTuning(bzImage string) []string {
 	words := []string{
 		// The console prints notices and worse while the kernel boots:
@@ -30,6 +29,9 @@ func bootTuning(bzImage string) []string {
 		// No legacy BSD ptys (/dev/ptyp*): registering their 256 pairs
 		// is the second slowest initcall (~0.1 s); shells use /dev/pts.
 		"pty.legacy_count=0",
+		// No PS/2 mouse: probing its protocols runs beside /init (~0.1 s).
+		// SysRq by sendkey (hang evidence) goes through the keyboard port.
+		"i8042.noaux",
 	}
 	if w := lpjWord(bzImage); w != "" {
 		words = append(words, w)
