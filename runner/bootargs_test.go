@@ -90,3 +90,24 @@ func TestCmdlineOrder(t *testing.T) {
 		}
 	}
 }
+
+func TestNo5lvl(t *testing.T) {
+	for _, tc := range []struct {
+		name, config string
+		want         bool
+	}{
+		{"5-level kernel (7.x)", "CONFIG_HZ=1000\nCONFIG_PGTABLE_LEVELS=5\n", true},
+		{"4-level kernel (6.x)", "CONFIG_HZ=1000\nCONFIG_PGTABLE_LEVELS=4\n", false},
+		{"no config", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.config != "" {
+				os.WriteFile(filepath.Join(dir, "config"), []byte(tc.config), 0o644)
+			}
+			if got := slices.Contains(bootTuning(filepath.Join(dir, "bzImage")), "no5lvl"); got != tc.want {
+				t.Errorf("no5lvl in the tuning: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
