@@ -39,8 +39,9 @@ func bootTuning(bzImage string) []string {
 	// 4-level page tables on kernels built for 5 (7.x: X86_5LEVEL is no
 	// longer optional), as the 6.x kernels have: -cpu max offers LA57
 	// under TCG, and every emulated TLB miss then walks one level more
-	// (~0.2 s of a 7.3 boot). The word is not passed on older kernels,
-	// which would hand an unknown word to /init.
+	// (~0.2 s of a 7.3 boot). 7.3 takes it (la57 leaves /proc/cpuinfo)
+	// and still prints it as unknown and passes it to /init, which
+	// ignores its arguments; 6.x kernels are 4-level and do not get it.
 	if v, err := kernels.ConfigValue(bzImage, "CONFIG_PGTABLE_LEVELS"); err == nil && v == "5" {
 		words = append(words, "no5lvl")
 	}
