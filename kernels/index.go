@@ -147,3 +147,18 @@ func newArtifact(dir string, info BuildInfo) *Artifact {
 		Info:    info,
 	}
 }
+
+// ConfigValue returns symbol sym's value ("CONFIG_HZ" gives "1000") in the
+// final .config published beside bzImage, "n" when it is not set there.
+func ConfigValue(bzImage, sym string) (string, error) {
+	path := filepath.Join(filepath.Dir(bzImage), configFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	val, ok := parseDotconfig(data)[sym]
+	if !ok {
+		return notSet, nil
+	}
+	return val, nil
+}

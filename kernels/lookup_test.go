@@ -58,3 +58,28 @@ func TestCacheOnly(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigValue(t *testing.T) {
+	dir := t.TempDir()
+	bz := filepath.Join(dir, bzImageFile)
+	os.WriteFile(filepath.Join(dir, configFile), []byte("CONFIG_HZ_1000=y\nCONFIG_HZ=1000\n# CONFIG_PVH is not set\n"), 0o644)
+	for _, tc := range []struct {
+		name, sym, want string
+	}{
+		{"set", "CONFIG_HZ", "1000"},
+		{"written as not set", "CONFIG_PVH", "n"},
+		{"absent", "CONFIG_KASAN", "n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ConfigValue(bz, tc.sym)
+			if err != nil || got != tc.want {
+				t.Errorf("ConfigValue(%s) = %q, %v; want %q", tc.sym, got, err, tc.want)
+			}
+		})
+	}
+	t.Run("no config beside the image", func(t *testing.T) {
+		if _, err := ConfigValue(filepath.Join(t.TempDir(), bzImageFile), "CONFIG_HZ"); err == nil {
+			t.Error("no error for a missing config")
+		}
+	})
+}

@@ -92,7 +92,7 @@ func (r *run) startQEMU(accel string) (Guest, error) {
 	}
 	q := &QEMU{Binary: r.cfg.QEMU, Accel: accel, Machine: machine, CPUs: r.s.Machine.CPUs, MemoryMB: max(r.s.Machine.MemoryMB, r.cfg.MinMemoryMB),
 		Kernel: r.cfg.Kernel.BzImage, Initrd: r.cfg.Initramfs, Control: ctlQEMU, Monitor: monQEMU,
-		Append:      strings.Join(append(append(append([]string{}, baseCmdline...), r.cfg.Cmdline...), r.s.Machine.Cmdline...), " "),
+		Append:      strings.Join(r.cmdline(), " "),
 		Interactive: r.cfg.Shell}
 	if r.cfg.Shell {
 		q.Append += " napilab.shell=1"
@@ -118,6 +118,13 @@ func (r *run) startQEMU(accel string) (Guest, error) {
 	started.ctl, started.mon, started.logFile, started.release = v.ctl, v.mon, v.logFile, v.release
 	ok = true
 	return started, nil
+}
+
+// cmdline is the guest kernel's command line: the lab's words, the boot
+// tuning, then the kernel spec's and the scenario's, which win.
+func (r *run) cmdline() []string {
+	words := append(append([]string{}, baseCmdline...), bootTuning(r.cfg.Kernel.BzImage)...)
+	return append(append(words, r.cfg.Cmdline...), r.s.Machine.Cmdline...)
 }
 
 func (v *vm) channel() *control      { return v.ctl }

@@ -42,6 +42,10 @@ func Init() {
 			}
 		}
 		unix.Sethostname([]byte("napilab"))
+		// The lab boots with a quiet console (runner.bootTuning).
+		if err := restoreConsoleLevel(printkFile); err != nil {
+			logf("console level: %v", err)
+		}
 		go kids.reapLoop() // as init: orphans are ours to reap
 	}
 	port, err := openPort()

@@ -1,0 +1,4 @@
+package runner
+
+// rdtsc reads this CPU's time-stamp counter.
+func rdtsc() uint64
