@@ -3,9 +3,7 @@ package agent
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -122,12 +120,7 @@ func stacks() []wire.TaskStack {
 	defer runtime.UnlockOSThread()
 	self, mine := unix.Gettid(), fmt.Sprintf("/proc/%d/task/", os.Getpid())
 	var out []wire.TaskStack
-	dirs, _ := filepath.Glob("/proc/[0-9]*/task/[0-9]*")
-	for _, dir := range dirs {
-		pid, err := strconv.Atoi(filepath.Base(dir))
-		if err != nil {
-			continue
-		}
+	for pid, dir := range eachTask("/proc") {
 		stat, err := os.ReadFile(dir + "/stat")
 		if err != nil {
 			continue

@@ -3,7 +3,6 @@ package agent
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -135,12 +134,7 @@ func tasks(prefix string) string {
 		line string
 	}
 	var rows []row
-	dirs, _ := filepath.Glob("/proc/[0-9]*/task/[0-9]*")
-	for _, dir := range dirs {
-		pid, err := strconv.Atoi(filepath.Base(dir))
-		if err != nil {
-			continue
-		}
+	for pid, dir := range eachTask("/proc") {
 		b, err := os.ReadFile(dir + "/stat")
 		if err != nil {
 			continue // exited

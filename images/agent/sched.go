@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/hashicorp/go-multierror"
@@ -28,16 +27,8 @@ var policyNumbers = map[string]uint32{
 // included, whose comm starts with prefix, by pid. A task that exits while
 // it is read is left out.
 func matchTasks(proc, prefix string) ([]wire.Task, error) {
-	dirs, err := filepath.Glob(filepath.Join(proc, "[0-9]*", "task", "[0-9]*"))
-	if err != nil {
-		return nil, err
-	}
 	var out []wire.Task
-	for _, dir := range dirs {
-		pid, err := strconv.Atoi(filepath.Base(dir))
-		if err != nil {
-			continue
-		}
+	for pid, dir := range eachTask(proc) {
 		b, err := os.ReadFile(filepath.Join(dir, "comm"))
 		if err != nil {
 			continue
