@@ -89,16 +89,23 @@ func tarballSum(l layout, path string) (string, error) {
 
 // fileSum returns the hex sha256 of a file's content.
 func fileSum(path string) (string, error) {
+	sum, _, err := fileSumSize(path)
+	return sum, err
+}
+
+// fileSumSize returns a file's hex sha256 and size.
+func fileSumSize(path string) (string, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("failed to hash %s: %w", path, err)
+		return "", 0, fmt.Errorf("failed to hash %s: %w", path, err)
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("failed to hash %s: %w", path, err)
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, fmt.Errorf("failed to hash %s: %w", path, err)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
 // sumBytes returns the hex sha256 of data.

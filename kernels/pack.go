@@ -170,18 +170,3 @@ func packFile(tw *tar.Writer, a *Artifact, dir string, f packedFile) error {
 func packHeader(name string, size int64, mtime time.Time) *tar.Header {
 	return &tar.Header{Typeflag: tar.TypeReg, Name: name, Size: size, Mode: 0o644, ModTime: mtime.UTC(), Format: tar.FormatPAX}
 }
-
-// fileSumSize returns a file's hex sha256 and size.
-func fileSumSize(path string) (string, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", 0, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return "", 0, fmt.Errorf("failed to hash %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), n, nil
-}
