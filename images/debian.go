@@ -290,7 +290,7 @@ func BuildDebianImage(ctx context.Context, opts Options, d Debian, trees []Tree)
 	if err != nil {
 		return nil, nil, err
 	}
-	agent, err := BuildAgent(ctx, opts.ModuleDir)
+	agent, err := BuildAgent(ctx, opts.CacheDir, opts.ModuleDir)
 	if err != nil {
 		return nil, nil, err
 	}

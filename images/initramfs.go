@@ -93,7 +93,7 @@ func Write(w io.Writer, files []File) error {
 // Build compiles the agent and writes the initramfs into the cache, reusing
 // an identical one.
 func Build(ctx context.Context, opts Options) (*Image, error) {
-	agent, err := BuildAgent(ctx, opts.ModuleDir)
+	agent, err := BuildAgent(ctx, opts.CacheDir, opts.ModuleDir)
 	if err != nil {
 		return nil, err
 	}
@@ -122,15 +122,23 @@ func storeImage(cacheDir, prefix string, data []byte, agentSize int) (*Image, er
 	return img, writeAtomic(img.Path, data)
 }
 
-// BuildAgent compiles the agent as a static, reproducible binary.
-func BuildAgent(ctx context.Context, moduleDir string) ([]byte, error) {
+// BuildAgent compiles the agent as a static, reproducible binary. Its
+// scratch file lives in the cache's images folder, named by this process,
+// so that a SIGKILLed lab leaves nothing in /tmp and the next build (or
+// lab gc) removes what it left.
+func BuildAgent(ctx context.Context, cacheDir, moduleDir string) ([]byte, error) {
 	if moduleDir == "" {
 		var err error
 		if moduleDir, err = ModuleRoot(); err != nil {
 			return nil, err
 		}
 	}
-	out, err := os.CreateTemp("", kernels.TempPattern("napilab-agent-"))
+	dir := filepath.Join(cacheDir, "images")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	kernels.RemoveDeadTemps(dir, ".tmp-agent-")
+	out, err := os.CreateTemp(dir, kernels.TempPattern(".tmp-agent-"))
 	if err != nil {
 		return nil, err
 	}

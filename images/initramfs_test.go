@@ -3,7 +3,12 @@ package images
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/u-root/u-root/pkg/cpio"
@@ -53,7 +58,22 @@ func TestBuildCached(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the agent")
 	}
-	dir := t.TempDir()
+	dir, tmp := t.TempDir(), t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	// What a SIGKILLed lab left while building the agent: swept by the next
+	// build, as is nothing of a live owner.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(dir, "images", fmt.Sprintf(".tmp-agent-pid%d-1", dead.Process.Pid))
+	live := filepath.Join(dir, "images", fmt.Sprintf(".tmp-agent-pid%d-1", os.Getppid()))
+	for _, p := range []string{stale, live} {
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte("half"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	first, err := Build(context.Background(), Options{CacheDir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -64,6 +84,21 @@ func TestBuildCached(t *testing.T) {
 	}
 	if first.Cached || !second.Cached || first.Hash != second.Hash {
 		t.Errorf("first %+v second %+v: want one build then a cache hit with the same hash", first, second)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("%s: a dead owner's scratch file was not removed (%v)", stale, err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("%s: a live owner's scratch file was removed (%v)", live, err)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) > 0 {
+		t.Errorf("building the agent wrote %s/%s: scratch belongs in the cache", tmp, ents[0].Name())
+	}
+	ents, _ := os.ReadDir(filepath.Join(dir, "images"))
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".tmp-") && filepath.Join(dir, "images", e.Name()) != live {
+			t.Errorf("images/%s left after a build", e.Name())
+		}
 	}
 }
 

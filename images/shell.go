@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"napilab/kernels"
 )
 
 // ShellCommands are the u-root core commands of the shell image; gosh is
@@ -23,12 +25,12 @@ func BuildShell(ctx context.Context, opts Options) (*Image, error) {
 			return nil, err
 		}
 	}
-	agent, err := BuildAgent(ctx, opts.ModuleDir)
+	agent, err := BuildAgent(ctx, opts.CacheDir, opts.ModuleDir)
 	if err != nil {
 		return nil, err
 	}
 	files := []File{{Name: "init", Data: agent, Mode: 0o755}}
-	tmp, err := os.MkdirTemp("", "napilab-shell-")
+	tmp, err := os.MkdirTemp("", kernels.TempPattern("napilab-shell-"))
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,9 @@ const (
 	BuiltinModinfoFile = "modules.builtin.modinfo"
 	// ReleaseFile holds the kernel release (uname -r).
 	ReleaseFile = "kernel.release"
+	// VmlinuxFile is the uncompressed kernel; with CONFIG_PVH its ELF
+	// notes carry the PVH entry QEMU boots directly.
+	VmlinuxFile = "vmlinux"
 )
 
 // indexEntry maps an input hash to a published artifact.

@@ -151,10 +151,11 @@ func (b *builder) publish(dir, key, work string, final []byte, objects int) (*Ar
 	if err := writeJSON(filepath.Join(tmp, buildInfoFile), info); err != nil {
 		return nil, err
 	}
-	// What a userspace needs to see the built-in "modules": modprobe of a
-	// built-in succeeds once depmod has read modules.builtin.
+	// What a userspace needs to see the built-in "modules" (modprobe of a
+	// built-in succeeds once depmod has read modules.builtin), and the
+	// vmlinux a PVH boot loads.
 	for dst, src := range map[string]string{BuiltinFile: "modules.builtin", BuiltinModinfoFile: "modules.builtin.modinfo",
-		ReleaseFile: "include/config/kernel.release"} {
+		ReleaseFile: "include/config/kernel.release", VmlinuxFile: "vmlinux"} {
 		if data, err := sandbox.ReadBeneath(work, src); err == nil {
 			if err := writeSynced(filepath.Join(tmp, dst), data); err != nil {
 				return nil, err

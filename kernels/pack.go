@@ -32,7 +32,7 @@ const (
 )
 
 // packedFiles are the artifact files an archive may hold; the first three must be there.
-var packedFiles = []string{bzImageFile, configFile, buildInfoFile, BuiltinFile, BuiltinModinfoFile, ReleaseFile}
+var packedFiles = []string{bzImageFile, configFile, buildInfoFile, BuiltinFile, BuiltinModinfoFile, ReleaseFile, VmlinuxFile}
 
 // packManifest is the archive's table of contents.
 type packManifest struct {

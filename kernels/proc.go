@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -59,6 +61,17 @@ func OwnerGone(name string) bool {
 		return false
 	}
 	return unix.Kill(pid, 0) == unix.ESRCH
+}
+
+// RemoveDeadTemps removes the entries of dir named prefix+TempPattern whose
+// owner is gone; errors are ignored (lab gc reports what stays).
+func RemoveDeadTemps(dir, prefix string) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), prefix) && OwnerGone(e.Name()) {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // describePid is used in gc reasons.
