@@ -91,7 +91,7 @@ func (r *run) startQEMU(accel string) (Guest, error) {
 		return nil, &infraError{err}
 	}
 	q := &QEMU{Binary: r.cfg.QEMU, Accel: accel, Machine: machine, CPUs: r.s.Machine.CPUs, MemoryMB: max(r.s.Machine.MemoryMB, r.cfg.MinMemoryMB),
-		Kernel: r.cfg.Kernel.BzImage, Initrd: r.cfg.Initramfs, Control: ctlQEMU, Monitor: monQEMU,
+		Kernel: machineFor(machine).kernelImage(r.cfg.Kernel.BzImage), Initrd: r.cfg.Initramfs, Control: ctlQEMU, Monitor: monQEMU,
 		Append:      strings.Join(r.cmdline(), " "),
 		Interactive: r.cfg.Shell}
 	if r.cfg.Shell {
@@ -107,7 +107,7 @@ func (r *run) startQEMU(accel string) (Guest, error) {
 		return nil, infra("failed to create console.log: %w", err)
 	}
 
-	r.cfg.Logf("booting %s (%s, %d cpus)", filepath.Base(r.cfg.Kernel.BzImage), accel, q.CPUs)
+	r.cfg.Logf("booting %s (%s, %d cpus)", filepath.Join(filepath.Base(filepath.Dir(q.Kernel)), filepath.Base(q.Kernel)), accel, q.CPUs)
 	started, err := q.start(v.logFile)
 	// QEMU has its copies: lab's own would keep the channels open after QEMU died.
 	ctlQEMU.Close()

@@ -3,8 +3,11 @@ package runner
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+
+	"napilab/kernels"
 )
 
 // machine is the board and firmware a guest boots on: QEMU's -M and what
@@ -14,6 +17,26 @@ type machine struct {
 	// keepNICROM keeps each virtio-net device's option ROM (iPXE), which
 	// only a firmware that could boot from the network runs.
 	keepNICROM bool
+	// pvh boots the kernel's vmlinux through its PVH entry when the build
+	// published one (CONFIG_PVH): no real-mode setup, no decompression.
+	pvh bool
+}
+
+// kernelImage is the file QEMU's -kernel loads on m for the build whose
+// bzImage is given: the vmlinux beside it when m boots PVH and the kernel
+// has the entry, else the bzImage.
+func (m machine) kernelImage(bzImage string) string {
+	if !m.pvh {
+		return bzImage
+	}
+	vmlinux := filepath.Join(filepath.Dir(bzImage), kernels.VmlinuxFile)
+	if v, err := kernels.ConfigValue(bzImage, "CONFIG_PVH"); err != nil || v != "y" {
+		return bzImage
+	}
+	if fi, err := os.Stat(vmlinux); err != nil || !fi.Mode().IsRegular() {
+		return bzImage
+	}
+	return vmlinux
 }
 
 // nicROM is the virtio-net-pci property that drops the option ROM, or "".
@@ -41,8 +64,15 @@ const defaultMachine = "q35"
 // falls back to a jiffies clocksource (the guest finds the vCPUs' TSCs
 // unsynchronized under TCG); it has no i8042 either, so SysRq by sendkey,
 // the lab's hang evidence, does not reach the guest.
+//
+// q35 boots a kernel built with CONFIG_PVH (every lab fragment's) from its
+// vmlinux: qboot jumps to the PVH entry with the initrd and command line in
+// the start info, skipping the bzImage's real-mode setup and LZ4
+// decompression; q35-bzimage boots the bzImage on the same board and
+// firmware, q35-seabios the bzImage after a full POST (the machine before).
 var machines = map[string]machine{
-	"q35":         {args: []string{"-M", "q35", "-bios", "qboot.rom"}},
+	"q35":         {args: []string{"-M", "q35", "-bios", "qboot.rom"}, pvh: true},
+	"q35-bzimage": {args: []string{"-M", "q35", "-bios", "qboot.rom"}},
 	"q35-seabios": {args: []string{"-M", "q35"}, keepNICROM: true},
 }
 

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -13,7 +14,7 @@ func TestPickMachine(t *testing.T) {
 		{name: "default", got: defaultMachine},
 		{name: "from the environment", env: "q35-seabios", got: "q35-seabios"},
 		{name: "asked beats the environment", want: "q35", env: "q35-seabios", got: "q35"},
-		{name: "unknown", want: "microvm", err: `unknown machine "microvm": want one of q35, q35-seabios`},
+		{name: "unknown", want: "microvm", err: `unknown machine "microvm": want one of q35, q35-bzimage, q35-seabios`},
 		{name: "unknown in the environment", env: "pc", err: `unknown machine "pc"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,6 +58,41 @@ func TestQEMUArgsMachine(t *testing.T) {
 				if strings.Contains(args, n) {
 					t.Errorf("args have %q:\n%s", n, args)
 				}
+			}
+		})
+	}
+}
+
+// q35 boots the published vmlinux only when the build has the PVH entry and
+// the file is there; every other case, and the other machines, the bzImage.
+func TestKernelImage(t *testing.T) {
+	for _, tc := range []struct {
+		name, machine, config string
+		vmlinux, want         bool
+	}{
+		{name: "PVH kernel with vmlinux", machine: "q35", config: "CONFIG_PVH=y\n", vmlinux: true, want: true},
+		{name: "no PVH entry", machine: "q35", config: "# CONFIG_PVH is not set\n", vmlinux: true},
+		{name: "no vmlinux published", machine: "q35", config: "CONFIG_PVH=y\n"},
+		{name: "no config", machine: "q35", vmlinux: true},
+		{name: "bzImage machine", machine: "q35-bzimage", config: "CONFIG_PVH=y\n", vmlinux: true},
+		{name: "SeaBIOS", machine: "q35-seabios", config: "CONFIG_PVH=y\n", vmlinux: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			bz := filepath.Join(dir, "bzImage")
+			os.WriteFile(bz, []byte("bz"), 0o644)
+			if tc.config != "" {
+				os.WriteFile(filepath.Join(dir, "config"), []byte(tc.config), 0o644)
+			}
+			if tc.vmlinux {
+				os.WriteFile(filepath.Join(dir, "vmlinux"), []byte("elf"), 0o644)
+			}
+			want := bz
+			if tc.want {
+				want = filepath.Join(dir, "vmlinux")
+			}
+			if got := machineFor(tc.machine).kernelImage(bz); got != want {
+				t.Errorf("kernelImage = %s, want %s", got, want)
 			}
 		})
 	}
