@@ -31,7 +31,7 @@
 //	specs/                     ad-hoc specs written by lab --tree
 //	work/<name>/               persistent O= build dir, reused for incremental builds;
 //	                           a variant's starts as a copy of its base's
-//	kernels/<name>-<key16>/    published artifact: bzImage, config, build.json
+//	kernels/<name>-<key16>/    published artifact: bzImage, config, build.json, vmlinux (PVH boot)
 //	index/<inputhash>.json     input hash -> artifact, the no-make fast path
 //	stamps/                    memoised tarball hashes
 //	ccache/                    CCACHE_DIR
