@@ -9,7 +9,6 @@ package agent
 import (
 	"fmt"
 	"math"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -70,14 +69,8 @@ func (in *injector) setup(args wire.Inject) error {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return err
 	}
-	// Plain int3 kprobes only: optimizing one rewrites live text into a jump
-	// while other CPUs may run it (text_poke_bp), which under TCG is the
-	// kind of cross-CPU code patching that oopsed the BPF dispatcher.
-	// Only as the guest's init: a test on a host leaves its sysctls alone.
-	if os.Getpid() == 1 {
-		if err := os.WriteFile("/proc/sys/debug/kprobes-optimization", []byte("0"), 0o644); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("failed to turn off kprobe optimization: %w", err)
-		}
+	if err := plainKprobes(); err != nil {
+		return err
 	}
 	n := uint32(len(args.Probes))
 	var err error

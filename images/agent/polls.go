@@ -113,7 +113,7 @@ func (p *pollCounter) close() {
 		l.Close()
 	}
 	p.links = nil
-	p.watchQueues(false)
+	p.closeQueues()
 	for _, pr := range []**ebpf.Program{&p.gro, &p.xdp} {
 		if *pr != nil {
 			(*pr).Close()
@@ -196,16 +196,30 @@ func (p *pollCounter) watchQueues(on bool) error {
 		}
 		p.groLink = l
 		// Without it XDP-redirected queues keep their rx@<address> names.
-		p.xdpLink, _ = link.Kprobe("xdp_do_redirect", p.xdp, nil)
+		// Attached once and kept until close: removing a kprobe while
+		// packets run through it rewrote live text under a vCPU, which
+		// under TCG kept running the removed int3 (the kernel's handler
+		// backs up over a vanished probe and runs the byte again): the
+		// NIC's poll never returned and napi_disable hung (seed 003,
+		// stock-6.1, 1 run in 11). The probe is a plain int3 (plainKprobes).
+		if p.xdpLink == nil && plainKprobes() == nil {
+			p.xdpLink, _ = link.Kprobe("xdp_do_redirect", p.xdp, nil)
+		}
 	case !on && p.groLink != nil:
 		p.groLink.Close()
 		p.groLink = nil
-		if p.xdpLink != nil {
-			p.xdpLink.Close()
-			p.xdpLink = nil
-		}
 	}
 	return nil
+}
+
+// closeQueues detaches the per-packet programs, the kprobe included: only
+// once the run's traffic is over (close).
+func (p *pollCounter) closeQueues() {
+	p.watchQueues(false)
+	if p.xdpLink != nil {
+		p.xdpLink.Close()
+		p.xdpLink = nil
+	}
 }
 
 // Offsets the xdp_do_redirect program reads (6.1 to 7.3): the second

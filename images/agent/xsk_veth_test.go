@@ -298,6 +298,14 @@ func TestXSKQueueNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every queue named: the per-packet tracepoint goes, the kprobe stays
+	// until close (removing it under traffic hung a TCG guest).
+	if _, err := a.polls.read(); err != nil {
+		t.Fatal(err)
+	}
+	if a.polls.xdpLink == nil {
+		t.Errorf("the xdp_do_redirect kprobe was detached while the run goes on")
+	}
 	for _, line := range strings.Split(text, "\n") {
 		if f := strings.Fields(line); len(f) == 7 && f[0] == "va" && f[1] == "rx-0" && f[6] != "0" {
 			return

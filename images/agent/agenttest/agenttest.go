@@ -19,9 +19,15 @@ const reexecEnv = "NAPILAB_TEST_MOUNT_NS"
 
 // Main runs m in a private mount namespace: as root it runs the test binary
 // again in one (mounts private, killed with this process) and exits with
-// its status; otherwise, or once there, it runs m.
+// its status; otherwise, or once there, it runs m. In the namespace tracefs
+// is mounted where a host that has not mounted it lacks it, so the tests of
+// the agent's tracepoint programs run there too.
 func Main(m *testing.M) {
-	if os.Geteuid() != 0 || os.Getenv(reexecEnv) != "" {
+	if os.Geteuid() != 0 {
+		os.Exit(m.Run())
+	}
+	if os.Getenv(reexecEnv) != "" {
+		mountTracefs()
 		os.Exit(m.Run())
 	}
 	cmd := exec.Command("/proc/self/exe")
@@ -40,4 +46,18 @@ func Main(m *testing.M) {
 		os.Exit(2)
 	}
 	os.Exit(0)
+}
+
+// tracefsDir is where the agent's programs find the tracepoints' formats.
+const tracefsDir = "/sys/kernel/tracing"
+
+// mountTracefs mounts tracefs at tracefsDir unless it is there; a failure
+// leaves the tests that need it to skip, naming what they lack.
+func mountTracefs() {
+	if _, err := os.Stat(tracefsDir + "/events"); err == nil {
+		return
+	}
+	if err := syscall.Mount("tracefs", tracefsDir, "tracefs", 0, ""); err != nil {
+		fmt.Fprintf(os.Stderr, "agenttest: tracefs not mounted at %s: %v\n", tracefsDir, err)
+	}
 }
