@@ -58,7 +58,7 @@ func run(ctx context.Context, c command, onLine func(string)) ([]string, error) 
 	if c.jail != nil {
 		wait, err = sandbox.Start(cmd, c.jail)
 	} else {
-		err = cmd.Start()
+		err = procgroup.Start(cmd)
 	}
 	pw.Close()
 	if err != nil {

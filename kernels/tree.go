@@ -169,7 +169,7 @@ func runGit(ctx context.Context, argv, env []string, dir string, stdin []byte) (
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
-	if err := cmd.Run(); err != nil {
+	if err := procgroup.Run(cmd); err != nil {
 		return nil, fmt.Errorf("failed to run %s: %w\n%s", strings.Join(argv, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.Bytes(), nil

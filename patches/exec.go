@@ -58,7 +58,7 @@ func run(ctx context.Context, dir string, stdin []byte, jailed bool, argv ...str
 // start runs cmd to its end, in the sandbox when jailed.
 func start(cmd *exec.Cmd, dir string, jailed bool) error {
 	if !jailed {
-		return cmd.Run()
+		return procgroup.Run(cmd)
 	}
 	wait, err := sandbox.Start(cmd, []string{dir})
 	if err != nil {

@@ -215,7 +215,7 @@ func (q *QEMU) start(w io.Writer) (*vm, error) {
 	}
 	v := &vm{cmd: cmd, console: newConsole(w), done: make(chan struct{})}
 	cmd.Stderr = &v.stderr
-	if err := cmd.Start(); err != nil {
+	if err := procgroup.Start(cmd); err != nil {
 		return nil, fmt.Errorf("failed to start %s (apt-get install qemu-system-x86): %w", q.binary(), err)
 	}
 	go func() {

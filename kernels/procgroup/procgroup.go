@@ -4,13 +4,14 @@
 //
 //	cmd := exec.CommandContext(ctx, "make", "-j2")
 //	procgroup.Set(cmd, procgroup.KillOnCancel(10*time.Second))
-//	err := cmd.Run() // the end of ctx kills the group
+//	err := procgroup.Run(cmd) // the end of ctx kills the group
 //
 // It is a leaf: it imports nothing of napilab.
 package procgroup
 
 import (
 	"os/exec"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -50,6 +51,40 @@ func Set(cmd *exec.Cmd, opts ...Option) {
 	for _, o := range opts {
 		o(cmd)
 	}
+}
+
+// Start starts cmd (prepared by Set) from an OS thread that a goroutine
+// holds locked until cmd has exited. Pdeathsig follows the thread that
+// forked the child, not lab: a child forked from any thread of the Go
+// runtime is killed when another goroutine later locks that thread and
+// exits locked, as the sandbox's build steps and a failed netns switch do
+// (the runtime then retires the thread). Beside a build that SIGKILLed
+// QEMU at random; a held thread cannot be taken. The hold ends when the
+// child exits, before it is reaped: Wait, from any goroutine, and reading
+// its pipes are the caller's as with cmd.Start.
+func Start(cmd *exec.Cmd) error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		var info unix.Siginfo
+		for unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+		}
+	}()
+	return <-started
+}
+
+// Run is Start then cmd.Wait.
+func Run(cmd *exec.Cmd) error {
+	if err := Start(cmd); err != nil {
+		return err
+	}
+	return cmd.Wait()
 }
 
 // Kill sends SIGKILL to the started cmd's process group, or to cmd alone

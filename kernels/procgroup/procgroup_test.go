@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -203,4 +204,64 @@ func TestSet(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Pdeathsig follows the forking thread: a child started with cmd.Start from
+// a goroutine whose thread is later retired (a goroutine that exits locked,
+// as the sandbox's build steps do) is SIGKILLed; one started with Start is
+// forked from a thread held until it exits and lives on.
+func TestStartSurvivesRetiredThreads(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		start    func(*exec.Cmd) error
+		survives bool
+	}{
+		{"cmd.Start, its thread retired", (*exec.Cmd).Start, false},
+		{"Start, the caller's thread retired", Start, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command("sleep", "30")
+			Set(cmd)
+			started := make(chan error, 1)
+			onRetiredThread(func() { started <- tc.start(cmd) })
+			if err := <-started; err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			select {
+			case err := <-exited:
+				if tc.survives {
+					t.Errorf("the child died when an unrelated thread was retired: %v", err)
+				}
+				return
+			case <-time.After(2 * time.Second):
+			}
+			if !tc.survives {
+				t.Errorf("the child outlived the thread that forked it: this test no longer shows the hazard")
+			}
+			Kill(cmd)
+			<-exited
+		})
+	}
+}
+
+// onRetiredThread runs fn in a goroutine locked to a thread the runtime
+// retires when fn returns: not the main thread, which it never retires.
+func onRetiredThread(fn func()) {
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread goes with the goroutine
+		if unix.Gettid() != unix.Getpid() {
+			fn()
+			return
+		}
+		locked := make(chan struct{})
+		go func() {
+			runtime.LockOSThread() // another thread: this one is locked here
+			close(locked)
+			fn()
+		}()
+		<-locked
+		runtime.UnlockOSThread()
+	}()
 }

@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"napilab/kernels/procgroup"
 )
 
 // Start starts cmd as UID:GID in a new user, mount, network and pid
@@ -26,7 +28,7 @@ import (
 // cmd runs as lab's user as it would with cmd.Start and cmd.Wait.
 func Start(cmd *exec.Cmd, dirs []string) (wait func() error, err error) {
 	if !Active() {
-		if err := cmd.Start(); err != nil {
+		if err := procgroup.Start(cmd); err != nil {
 			return nil, err
 		}
 		return cmd.Wait, nil
