@@ -76,7 +76,8 @@ func isLinkStep(tag, target string) bool {
 	case "LD", "AR", "MODPOST", "KSYMS", "SORTTAB", "SYSMAP":
 		return strings.HasPrefix(target, "vmlinux") || strings.HasPrefix(target, ".tmp_vmlinux")
 	case "BUILD", "OBJCOPY":
-		return strings.HasPrefix(target, "arch/x86/boot/")
+		// Not arch/x86/boot/startup/ (6.16+): early code built with the rest.
+		return strings.HasPrefix(target, "arch/x86/boot/") && !strings.HasPrefix(target, "arch/x86/boot/startup/")
 	}
 	return false
 }

@@ -45,6 +45,11 @@ func TestProgressCounterLines(t *testing.T) {
 		{"  LD      vmlinux.o", 0, PhaseLink},
 		{"  LD      .tmp_vmlinux.kallsyms1", 0, PhaseLink},
 		{"  BUILD   arch/x86/boot/bzImage", 0, PhaseLink},
+		// 6.16+ builds the early startup code under arch/x86/boot/startup
+		// with everything else: compiling, not the link.
+		{"  OBJCOPY arch/x86/boot/startup/gdt_idt.pi.o", 0, PhaseCompile},
+		{"  AR      arch/x86/boot/startup/lib.a", 0, PhaseCompile},
+		{"  OBJCOPY arch/x86/boot/compressed/vmlinux.bin", 0, PhaseLink},
 	}
 	for _, tc := range tests {
 		c := progressCounter{phase: PhaseCompile}
