@@ -118,3 +118,64 @@ func TestEvaluateMissingSnapshotUnmeasured(t *testing.T) {
 		}
 	}
 }
+
+// A snapshot that read threaded=1 before and after its thread list and found
+// no thread fails the assertion, unless two writes of the file overlapped it:
+// under TCG two flips 100 ms apart by schedule landed within one 92 ms
+// snapshot on 7.3 (the kthread went and came back between its reads).
+func TestEvaluateThreadsSkipsSnapshotsDuringTwoWrites(t *testing.T) {
+	const path = "/sys/class/net/vrx/threaded"
+	for _, tc := range []struct {
+		name   string
+		writes int
+		pass   bool
+	}{
+		{"no write during it", 0, false},
+		{"one write during it", 1, false},
+		{"two writes during it", 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := recorded(t)
+			src := wire.PrefixThreads + "napi/vrx-"
+			var at *sampleRec
+			for i := range tl.samples {
+				v := tl.samples[i].Data.Values
+				if strings.TrimSpace(v["file:"+path]) == "1" && strings.TrimSpace(v["file:"+path+"#2"]) == "1" && v[src] != "" {
+					at = &tl.samples[i]
+					break
+				}
+			}
+			if at == nil {
+				t.Fatal("no snapshot with threaded=1 on both reads in the recording")
+			}
+			at.Data.Values[src] = ""
+			at.Data.Took = 0.02
+			at.Sent = at.Host - 0.09
+			var flip *scenarios.Step
+			var find func([]*scenarios.Step)
+			find = func(steps []*scenarios.Step) {
+				for _, st := range steps {
+					if st.Write != nil && st.Write.Path == path && flip == nil {
+						flip = st
+					}
+					find(st.Parallel)
+				}
+			}
+			find(tl.s.Timeline)
+			for i := 0; i < tc.writes; i++ {
+				w := at.Sent + 0.02*float64(i+1)
+				tl.iters[flip] = append(tl.iters[flip], iteration{start: w, done: w + 0.01})
+			}
+			// Writes well before and after the snapshot never count.
+			tl.iters[flip] = append(tl.iters[flip], iteration{start: at.Sent - 1, done: at.Sent - 0.9},
+				iteration{start: at.Host + 0.5, done: at.Host + 0.6})
+			r := tl.evaluate(tl.s.Asserts[1])
+			if r.Passed != tc.pass {
+				t.Errorf("passed=%v measured %q, want passed=%v", r.Passed, r.Measured, tc.pass)
+			}
+			if tc.pass && !strings.Contains(r.Measured, "1 snapshots during two writes of "+path+" skipped") {
+				t.Errorf("measured %q does not say what it skipped", r.Measured)
+			}
+		})
+	}
+}

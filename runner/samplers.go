@@ -113,13 +113,14 @@ func (t *timeline) snapshot(ctx context.Context, group string, sources []string)
 	cctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var s wire.Sample
+	sent := time.Since(t.start).Seconds()
 	if err := t.ctl.call(cctx, wire.OpSample, wire.SampleArgs{Sources: sources}, &s); err != nil {
 		return -1
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	host := time.Since(t.start).Seconds()
-	t.samples = append(t.samples, sampleRec{Group: group, Host: host, Data: s})
+	t.samples = append(t.samples, sampleRec{Group: group, Sent: sent, Host: host, Data: s})
 	return host
 }
 

@@ -95,7 +95,8 @@ type span struct {
 // sampleRec is one snapshot taken for a sampler group.
 type sampleRec struct {
 	Group string      `json:"group"`
-	Host  float64     `json:"host"` // seconds since the timeline began
+	Sent  float64     `json:"sent,omitempty"` // the request's host time, seconds since the timeline began
+	Host  float64     `json:"host"`           // the reply's
 	Data  wire.Sample `json:"sample"`
 }
 
