@@ -72,6 +72,7 @@ func TestKernelImage(t *testing.T) {
 	}{
 		{name: "PVH kernel with vmlinux", machine: "q35", config: "CONFIG_PVH=y\n", vmlinux: true, want: true},
 		{name: "no PVH entry", machine: "q35", config: "# CONFIG_PVH is not set\n", vmlinux: true},
+		{name: "KASAN kernel", machine: "q35", config: "CONFIG_PVH=y\nCONFIG_KASAN=y\n", vmlinux: true},
 		{name: "no vmlinux published", machine: "q35", config: "CONFIG_PVH=y\n"},
 		{name: "no config", machine: "q35", vmlinux: true},
 		{name: "bzImage machine", machine: "q35-bzimage", config: "CONFIG_PVH=y\n", vmlinux: true},
