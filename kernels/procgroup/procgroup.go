@@ -72,9 +72,7 @@ func Start(cmd *exec.Cmd) error {
 			return
 		}
 		started <- nil
-		var info unix.Siginfo
-		for unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
-		}
+		awaitExit(cmd)
 	}()
 	return <-started
 }
@@ -106,8 +104,14 @@ func Kill(cmd *exec.Cmd) error {
 // forever), before cmd is reaped: until the caller's Wait reaps it, its
 // pid, the group's id, cannot be reused.
 func KillStragglers(cmd *exec.Cmd) {
+	awaitExit(cmd)
+	_ = Kill(cmd)
+}
+
+// awaitExit blocks until the started cmd has exited, leaving it unreaped
+// (WNOWAIT): its pid stays its own until the caller's Wait.
+func awaitExit(cmd *exec.Cmd) {
 	var info unix.Siginfo
 	for unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
 	}
-	_ = Kill(cmd)
 }
