@@ -85,17 +85,20 @@ func TestEvaluateThreadsSkipsSlowSnapshots(t *testing.T) {
 }
 
 // dropVrxThreads empties the napi/vrx- thread list of one snapshot that saw
-// threaded=1 and says the snapshot took took seconds.
-func dropVrxThreads(tl *timeline, took float64) {
+// threaded=1 on both reads, says the snapshot took took seconds and returns
+// it (nil when the recording has none).
+func dropVrxThreads(tl *timeline, took float64) *sampleRec {
 	src := wire.PrefixThreads + "napi/vrx-"
 	for i := range tl.samples {
 		v := tl.samples[i].Data.Values
-		if strings.TrimSpace(v["file:/sys/class/net/vrx/threaded"]) == "1" && v[src] != "" {
+		if strings.TrimSpace(v["file:/sys/class/net/vrx/threaded"]) == "1" &&
+			strings.TrimSpace(v["file:/sys/class/net/vrx/threaded#2"]) == "1" && v[src] != "" {
 			v[src] = ""
 			tl.samples[i].Data.Took = took
-			return
+			return &tl.samples[i]
 		}
 	}
+	return nil
 }
 
 // A final snapshot the guest did not give in time leaves totals unmeasured
@@ -136,20 +139,10 @@ func TestEvaluateThreadsSkipsSnapshotsDuringTwoWrites(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tl := recorded(t)
-			src := wire.PrefixThreads + "napi/vrx-"
-			var at *sampleRec
-			for i := range tl.samples {
-				v := tl.samples[i].Data.Values
-				if strings.TrimSpace(v["file:"+path]) == "1" && strings.TrimSpace(v["file:"+path+"#2"]) == "1" && v[src] != "" {
-					at = &tl.samples[i]
-					break
-				}
-			}
+			at := dropVrxThreads(tl, 0.02)
 			if at == nil {
 				t.Fatal("no snapshot with threaded=1 on both reads in the recording")
 			}
-			at.Data.Values[src] = ""
-			at.Data.Took = 0.02
 			at.Sent = at.Host - 0.09
 			var flip *scenarios.Step
 			var find func([]*scenarios.Step)
