@@ -77,7 +77,9 @@ type StreamOptions struct {
 
 // RunStream runs the jobs of each batch as the batch arrives (lab run: a
 // kernel's runs as soon as it is built), each batch longest first, the
-// next batch's jobs taking the slots the last one frees. It returns when
+// next batch's jobs taking the slots the last one frees. The very first
+// batch starts with its shortest job: the first verdict comes that much
+// sooner, and the longest ones still start before the rest. It returns when
 // batches is closed and every started run is done, or, without draining
 // batches, once ctx ends or (UntilFail) a run FAILed and the started runs
 // are done: a sender must not block on batches then (buffer it, or select
@@ -93,6 +95,7 @@ func RunStream(ctx context.Context, batches <-chan []Job, o StreamOptions) []*re
 		failed bool
 		wg     sync.WaitGroup
 		open   = true
+		first  = true
 		// failedCh closes at the first FAIL when UntilFail: no batch is waited for then.
 		failedCh = make(chan struct{})
 	)
@@ -115,6 +118,10 @@ func RunStream(ctx context.Context, batches <-chan []Job, o StreamOptions) []*re
 		}
 		order := append([]Job(nil), batch...)
 		sort.SliceStable(order, func(i, j int) bool { return order[i].Estimate > order[j].Estimate })
+		if first && len(order) > 1 {
+			order = append(order[len(order)-1:], order[:len(order)-1]...)
+		}
+		first = false
 		for _, j := range order {
 			sem <- struct{}{}
 			if stopped() {
