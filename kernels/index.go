@@ -151,17 +151,24 @@ func newArtifact(dir string, info BuildInfo) *Artifact {
 	}
 }
 
-// ConfigValue returns symbol sym's value ("CONFIG_HZ" gives "1000") in the
-// final .config published beside bzImage, "n" when it is not set there.
-func ConfigValue(bzImage, sym string) (string, error) {
-	path := filepath.Join(filepath.Dir(bzImage), configFile)
-	data, err := os.ReadFile(path)
+// BuildConfig is a build's final .config: each set symbol's value
+// ("CONFIG_HZ" to "1000").
+type BuildConfig map[string]string
+
+// ReadConfig reads the final .config published beside bzImage.
+func ReadConfig(bzImage string) (BuildConfig, error) {
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(bzImage), configFile))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	val, ok := parseDotconfig(data)[sym]
-	if !ok {
-		return notSet, nil
+	return parseDotconfig(data), nil
+}
+
+// Value is symbol sym's value, "n" when it is not set (or c is nil: a
+// config that could not be read sets nothing).
+func (c BuildConfig) Value(sym string) string {
+	if v, ok := c[sym]; ok {
+		return v
 	}
-	return val, nil
+	return notSet
 }

@@ -59,10 +59,14 @@ func TestCacheOnly(t *testing.T) {
 	}
 }
 
-func TestConfigValue(t *testing.T) {
+func TestReadConfig(t *testing.T) {
 	dir := t.TempDir()
 	bz := filepath.Join(dir, bzImageFile)
 	os.WriteFile(filepath.Join(dir, configFile), []byte("CONFIG_HZ_1000=y\nCONFIG_HZ=1000\n# CONFIG_PVH is not set\n"), 0o644)
+	c, err := ReadConfig(bz)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, sym, want string
 	}{
@@ -71,15 +75,18 @@ func TestConfigValue(t *testing.T) {
 		{"absent", "CONFIG_KASAN", "n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ConfigValue(bz, tc.sym)
-			if err != nil || got != tc.want {
-				t.Errorf("ConfigValue(%s) = %q, %v; want %q", tc.sym, got, err, tc.want)
+			if got := c.Value(tc.sym); got != tc.want {
+				t.Errorf("Value(%s) = %q, want %q", tc.sym, got, tc.want)
 			}
 		})
 	}
 	t.Run("no config beside the image", func(t *testing.T) {
-		if _, err := ConfigValue(filepath.Join(t.TempDir(), bzImageFile), "CONFIG_HZ"); err == nil {
+		c, err := ReadConfig(filepath.Join(t.TempDir(), bzImageFile))
+		if err == nil {
 			t.Error("no error for a missing config")
+		}
+		if got := c.Value("CONFIG_HZ"); got != "n" {
+			t.Errorf("Value of an unread config = %q, want n", got)
 		}
 	})
 }

@@ -162,10 +162,23 @@ type Kernel struct {
 
 // Timings are wall-clock seconds.
 type Timings struct {
-	Boot     float64 `json:"boot"`     // QEMU start to agent ready
-	Timeline float64 `json:"timeline"` // first step start to last step end
-	Total    float64 `json:"total"`
-	Kmemleak float64 `json:"kmemleak,omitempty"` // the end-of-timeline kmemleak scans (debug kernels)
+	Boot float64 `json:"boot"` // QEMU start to agent ready
+	// BootPhases split Boot where the guest's agent dated its start.
+	BootPhases *BootPhases `json:"boot_phases,omitempty"`
+	Timeline   float64     `json:"timeline"` // first step start to last step end
+	Total      float64     `json:"total"`
+	Kmemleak   float64     `json:"kmemleak,omitempty"` // the end-of-timeline kmemleak scans (debug kernels)
+}
+
+// BootPhases is where a boot went, seconds: Before the kernel's clock
+// started (QEMU, firmware, loading: Boot less the guest's uptime at ready),
+// the Kernel to running /init, the Agent from /init to ready (of which
+// Runtime before its own code: the Go runtime's start and package inits).
+type BootPhases struct {
+	Before  float64 `json:"before"`
+	Kernel  float64 `json:"kernel"`
+	Agent   float64 `json:"agent"`
+	Runtime float64 `json:"runtime"`
 }
 
 // Assert is one assertion's outcome, with what was measured.

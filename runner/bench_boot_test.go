@@ -95,6 +95,7 @@ func BenchmarkBoot(b *testing.B) {
 	k, img := guest(b)
 	names := benchMachines(b)
 	boots := map[string][]float64{}
+	phases := map[string][]*results.BootPhases{}
 	var load float64
 	runs := b.N * benchBoots(b)
 	for i := 0; i < runs; i++ {
@@ -104,6 +105,7 @@ func BenchmarkBoot(b *testing.B) {
 				b.Fatalf("%s: verdict %s %v", m, res.Verdict, res.Reasons)
 			}
 			boots[m] = append(boots[m], res.Timings.Boot)
+			phases[m] = append(phases[m], res.Timings.BootPhases)
 			load += hostLoad() / float64(runs*len(names))
 		}
 	}
@@ -112,8 +114,31 @@ func BenchmarkBoot(b *testing.B) {
 		b.ReportMetric(lo, m+"-min-s")
 		b.ReportMetric(med, m+"-median-s")
 		b.ReportMetric(hi, m+"-max-s")
+		reportPhases(b, m, phases[m])
 	}
 	b.ReportMetric(load, "load1")
+}
+
+// reportPhases reports the median of each boot phase (results.BootPhases)
+// over the boots that have them.
+func reportPhases(b *testing.B, machine string, ps []*results.BootPhases) {
+	var before, kernel, agent, runtime []float64
+	for _, p := range ps {
+		if p != nil {
+			before, kernel = append(before, p.Before), append(kernel, p.Kernel)
+			agent, runtime = append(agent, p.Agent), append(runtime, p.Runtime)
+		}
+	}
+	if len(before) == 0 {
+		return
+	}
+	for _, m := range []struct {
+		name string
+		v    []float64
+	}{{"before-kernel", before}, {"kernel", kernel}, {"agent", agent}, {"agent-runtime", runtime}} {
+		_, med, _ := spread(m.v)
+		b.ReportMetric(med, machine+"-"+m.name+"-median-s")
+	}
 }
 
 // BenchmarkScenarioOverhead: what a run costs beyond its declared duration

@@ -3,12 +3,14 @@ package runner
 import (
 	"context"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"napilab/images/wire"
 	"napilab/results"
 )
 
@@ -61,5 +63,21 @@ func TestBootVerdicts(t *testing.T) {
 				t.Errorf("verdict %s %q, want %s with %q", r.res.Verdict, r.res.Reasons, tc.verdict, tc.reason)
 			}
 		})
+	}
+}
+
+// TestBootPhases: a boot splits by the agent's dates; an agent that did not
+// date its start (not /init, or an older one) or dates out of order gives none.
+func TestBootPhases(t *testing.T) {
+	got := bootPhases(1.5, wire.Hello{Exec: 0.6, Main: 0.75, Uptime: 1.1})
+	want := results.BootPhases{Before: 0.4, Kernel: 0.6, Agent: 0.5, Runtime: 0.15}
+	if got == nil || math.Abs(got.Before-want.Before) > 1e-9 || got.Kernel != want.Kernel ||
+		math.Abs(got.Agent-want.Agent) > 1e-9 || math.Abs(got.Runtime-want.Runtime) > 1e-9 {
+		t.Errorf("bootPhases = %+v, want %+v", got, want)
+	}
+	for _, h := range []wire.Hello{{Uptime: 1.1}, {Exec: 0.6, Main: 0.5, Uptime: 1.1}, {Exec: 0.6, Main: 1.2, Uptime: 1.1}} {
+		if p := bootPhases(1.5, h); p != nil {
+			t.Errorf("bootPhases(%+v) = %+v, want none", h, p)
+		}
 	}
 }

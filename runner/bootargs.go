@@ -15,7 +15,7 @@ import (
 // guest's boot and change nothing a run measures; they come after
 // baseCmdline and before the spec's and the scenario's words, which win.
 // README, Machine and boot time, has what each is worth under TCG.
-func bootTuning(bzImage string) []string {
+func bootTuning(kc kernels.BuildConfig) []string {
 	words := []string{
 		// The console prints notices and worse while the kernel boots:
 		// the banner ("Linux version", which boot() looks for), warnings,
@@ -33,7 +33,7 @@ func bootTuning(bzImage string) []string {
 		// SysRq by sendkey (hang evidence) goes through the keyboard port.
 		"i8042.noaux",
 	}
-	if w := lpjWord(bzImage); w != "" {
+	if w := lpjWord(kc); w != "" {
 		words = append(words, w)
 	}
 	// 4-level page tables on kernels built for 5 (7.x: X86_5LEVEL is no
@@ -42,7 +42,7 @@ func bootTuning(bzImage string) []string {
 	// (~0.2 s of a 7.3 boot). 7.3 takes it (la57 leaves /proc/cpuinfo)
 	// and still prints it as unknown and passes it to /init, which
 	// ignores its arguments; 6.x kernels are 4-level and do not get it.
-	if v, err := kernels.ConfigValue(bzImage, "CONFIG_PGTABLE_LEVELS"); err == nil && v == "5" {
+	if kc.Value("CONFIG_PGTABLE_LEVELS") == "5" {
 		words = append(words, "no5lvl")
 	}
 	return words
@@ -54,12 +54,8 @@ func bootTuning(bzImage string) []string {
 // calibrates it against jiffies for ~0.1 s, which under TCG on a loaded
 // host lands anywhere (2x the boot CPU's value was seen). The guest's TSC
 // counts at the host's rate, under TCG and KVM alike.
-func lpjWord(bzImage string) string {
-	v, err := kernels.ConfigValue(bzImage, "CONFIG_HZ")
-	if err != nil {
-		return ""
-	}
-	hz, err := strconv.ParseInt(v, 10, 64)
+func lpjWord(kc kernels.BuildConfig) string {
+	hz, err := strconv.ParseInt(kc.Value("CONFIG_HZ"), 10, 64)
 	if err != nil || hz <= 0 {
 		return ""
 	}

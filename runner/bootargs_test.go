@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"napilab/results"
+	"napilab/kernels"
 	"napilab/scenarios"
 )
 
@@ -68,11 +68,9 @@ func TestMeasureTSCkHz(t *testing.T) {
 // TestCmdlineOrder: the spec's and the scenario's words come after the
 // boot tuning, so that theirs win (the kernel takes the last loglevel=).
 func TestCmdlineOrder(t *testing.T) {
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "config"), []byte("CONFIG_HZ=250\n"), 0o644)
-	r := &run{cfg: Config{Kernel: results.Kernel{BzImage: filepath.Join(dir, "bzImage")}, Cmdline: []string{"loglevel=8"}},
+	r := &run{cfg: Config{Cmdline: []string{"loglevel=8"}},
 		s: &scenarios.Scenario{Machine: scenarios.Machine{Cmdline: []string{"lpj=1"}}}}
-	words := r.cmdline()
+	words := r.cmdline(kernels.BuildConfig{"CONFIG_HZ": "250"})
 	for _, tc := range []struct{ first, then string }{
 		{"console=ttyS0", "loglevel=6"},
 		{"loglevel=6", "loglevel=8"},
@@ -102,10 +100,12 @@ func TestNo5lvl(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
+			bz := filepath.Join(dir, "bzImage")
 			if tc.config != "" {
 				os.WriteFile(filepath.Join(dir, "config"), []byte(tc.config), 0o644)
 			}
-			if got := slices.Contains(bootTuning(filepath.Join(dir, "bzImage")), "no5lvl"); got != tc.want {
+			kc, _ := kernels.ReadConfig(bz)
+			if got := slices.Contains(bootTuning(kc), "no5lvl"); got != tc.want {
 				t.Errorf("no5lvl in the tuning: %v, want %v", got, tc.want)
 			}
 		})

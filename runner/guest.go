@@ -90,9 +90,11 @@ func (r *run) startQEMU(accel string) (Guest, error) {
 	if err != nil {
 		return nil, &infraError{err}
 	}
+	// Unreadable, it sets nothing: the bzImage boots without tuning.
+	kc, _ := kernels.ReadConfig(r.cfg.Kernel.BzImage)
 	q := &QEMU{Binary: r.cfg.QEMU, Accel: accel, Machine: machine, CPUs: r.s.Machine.CPUs, MemoryMB: max(r.s.Machine.MemoryMB, r.cfg.MinMemoryMB),
-		Kernel: machineFor(machine).kernelImage(r.cfg.Kernel.BzImage), Initrd: r.cfg.Initramfs, Control: ctlQEMU, Monitor: monQEMU,
-		Append:      strings.Join(r.cmdline(), " "),
+		Kernel: machineFor(machine).kernelImage(r.cfg.Kernel.BzImage, kc), Initrd: r.cfg.Initramfs, Control: ctlQEMU, Monitor: monQEMU,
+		Append:      strings.Join(r.cmdline(kc), " "),
 		Interactive: r.cfg.Shell}
 	if r.cfg.Shell {
 		q.Append += " napilab.shell=1"
@@ -121,9 +123,10 @@ func (r *run) startQEMU(accel string) (Guest, error) {
 }
 
 // cmdline is the guest kernel's command line: the lab's words, the boot
-// tuning, then the kernel spec's and the scenario's, which win.
-func (r *run) cmdline() []string {
-	words := append(append([]string{}, baseCmdline...), bootTuning(r.cfg.Kernel.BzImage)...)
+// tuning for its build's config kc, then the kernel spec's and the
+// scenario's, which win.
+func (r *run) cmdline(kc kernels.BuildConfig) []string {
+	words := append(append([]string{}, baseCmdline...), bootTuning(kc)...)
 	return append(append(words, r.cfg.Cmdline...), r.s.Machine.Cmdline...)
 }
 

@@ -23,20 +23,17 @@ type machine struct {
 }
 
 // kernelImage is the file QEMU's -kernel loads on m for the build whose
-// bzImage is given: the vmlinux beside it when m boots PVH and the kernel
+// bzImage and config (kc) are given: the vmlinux beside it when m boots PVH and the kernel
 // has the entry, else the bzImage. A KASAN kernel boots its bzImage:
 // stock-6.1.debug (KASAN, UBSAN) triple-faulted through the PVH entry before
 // its first console byte, even with earlyprintk, which the lab would have
 // taken for a kernel that does not boot.
-func (m machine) kernelImage(bzImage string) string {
+func (m machine) kernelImage(bzImage string, kc kernels.BuildConfig) string {
 	if !m.pvh {
 		return bzImage
 	}
 	vmlinux := filepath.Join(filepath.Dir(bzImage), kernels.VmlinuxFile)
-	if v, err := kernels.ConfigValue(bzImage, "CONFIG_PVH"); err != nil || v != "y" {
-		return bzImage
-	}
-	if v, err := kernels.ConfigValue(bzImage, "CONFIG_KASAN"); err != nil || v == "y" {
+	if kc.Value("CONFIG_PVH") != "y" || kc.Value("CONFIG_KASAN") == "y" {
 		return bzImage
 	}
 	if fi, err := os.Stat(vmlinux); err != nil || !fi.Mode().IsRegular() {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"napilab/kernels"
 )
 
 func TestPickMachine(t *testing.T) {
@@ -92,7 +94,8 @@ func TestKernelImage(t *testing.T) {
 			if tc.want {
 				want = filepath.Join(dir, "vmlinux")
 			}
-			if got := machineFor(tc.machine).kernelImage(bz); got != want {
+			kc, _ := kernels.ReadConfig(bz)
+			if got := machineFor(tc.machine).kernelImage(bz, kc); got != want {
 				t.Errorf("kernelImage = %s, want %s", got, want)
 			}
 		})

@@ -133,6 +133,24 @@ type run struct {
 	bootLimit time.Duration
 }
 
+// bootPhases splits a boot of boot seconds (host clock) by the guest's
+// dates in hello; nil when the agent did not date its start.
+func bootPhases(boot float64, hello wire.Hello) *results.BootPhases {
+	if hello.Exec <= 0 || hello.Main < hello.Exec || hello.Uptime < hello.Main {
+		return nil
+	}
+	return &results.BootPhases{Before: max(boot-hello.Uptime, 0), Kernel: hello.Exec,
+		Agent: hello.Uptime - hello.Exec, Runtime: hello.Main - hello.Exec}
+}
+
+// phasesNote is p for the run's log, "" for nil.
+func phasesNote(p *results.BootPhases) string {
+	if p == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (before the kernel %.2fs, kernel %.2fs, agent %.2fs)", p.Before, p.Kernel, p.Agent)
+}
+
 func (r *run) do(ctx context.Context) error {
 	if err := os.MkdirAll(r.cfg.OutDir, 0o755); err != nil {
 		return infra("failed to create the run folder: %w", err)
@@ -174,8 +192,10 @@ func (r *run) do(ctx context.Context) error {
 		return err
 	}
 	r.res.Timings.Boot = time.Since(bootStart).Seconds()
+	r.res.Timings.BootPhases = bootPhases(r.res.Timings.Boot, *r.hello)
 	r.res.Kernel.Release = r.hello.Kernel
-	r.cfg.Logf("agent ready after %.1fs: kernel %s, %d cpus", r.res.Timings.Boot, r.hello.Kernel, r.hello.CPUs)
+	r.cfg.Logf("agent ready after %.1fs%s: kernel %s, %d cpus", r.res.Timings.Boot, phasesNote(r.res.Timings.BootPhases),
+		r.hello.Kernel, r.hello.CPUs)
 
 	if err := r.setup(ctx); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -33,13 +34,22 @@ func release() string {
 	return unix.ByteSliceToString(u.Release[:])
 }
 
+// mainAt is the uptime Init began at as the guest's /init (0 otherwise).
+var mainAt float64
+
 func (a *agent) hello() wire.Hello {
 	v, _ := os.ReadFile("/proc/version")
+	var exec float64
+	if mainAt > 0 {
+		exec = startTime()
+	}
 	return wire.Hello{
 		Kernel:  release(),
 		Version: strings.TrimSpace(string(v)),
 		CPUs:    runtime.NumCPU(),
 		Uptime:  uptime(),
+		Exec:    exec,
+		Main:    mainAt,
 
 		Kmemleak: hasKmemleak(),
 	}
@@ -104,6 +114,26 @@ func (a *agent) dispatch(m *wire.Message) (any, error) {
 		return h(a, m)
 	}
 	return nil, fmt.Errorf("unknown op %q", m.Op)
+}
+
+// startTime is when this process started, seconds since boot (its
+// /proc/self/stat starttime, in USER_HZ ticks: 100 on x86); 0 if unknown.
+func startTime() float64 {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0
+	}
+	// The fields after the command, which is in parentheses, from state on.
+	_, rest, _ := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if len(f) < 20 {
+		return 0
+	}
+	ticks, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return float64(ticks) / 100
 }
 
 func uptime() float64 {

@@ -32,6 +32,7 @@ func logf(format string, args ...any) {
 // port fails. It never returns.
 func Init() {
 	if os.Getpid() == 1 {
+		mainAt = uptime()
 		if err := mountAll(); err != nil {
 			logf("mount: %v", err)
 		}

@@ -8,6 +8,11 @@ type Hello struct {
 	Version string  `json:"version"` // /proc/version
 	CPUs    int     `json:"cpus"`    // online CPUs
 	Uptime  float64 `json:"uptime"`  // seconds since boot when the agent became ready
+	// Exec and Main date the agent's start on Uptime's clock: the kernel
+	// ran it as /init at Exec (10 ms steps), its own code began at Main
+	// (after the Go runtime's start and package inits). 0 when not /init.
+	Exec float64 `json:"exec,omitempty"`
+	Main float64 `json:"main,omitempty"`
 	// Kmemleak says the kernel has kmemleak (the debug flavour).
 	Kmemleak bool `json:"kmemleak,omitempty"`
 }
