@@ -41,7 +41,7 @@ func (a *agent) hello() wire.Hello {
 	v, _ := os.ReadFile("/proc/version")
 	var exec float64
 	if mainAt > 0 {
-		exec = startTime()
+		exec = execTime()
 	}
 	return wire.Hello{
 		Kernel:  release(),
@@ -116,24 +116,50 @@ func (a *agent) dispatch(m *wire.Message) (any, error) {
 	return nil, fmt.Errorf("unknown op %q", m.Op)
 }
 
-// startTime is when this process started, seconds since boot (its
-// /proc/self/stat starttime, in USER_HZ ticks: 100 on x86); 0 if unknown.
-func startTime() float64 {
-	b, err := os.ReadFile("/proc/self/stat")
+// execTime is when the kernel ran this process as /init, seconds since
+// boot on the printk clock, from its "Run /init as init process" record
+// in /dev/kmsg; 0 if not found (its start time in /proc would be pid 1's
+// fork, long before the exec). Non-blocking raw reads: at the end of the
+// buffer read fails with EAGAIN, where the Go poller would wait.
+func execTime() float64 {
+	fd, err := unix.Open("/dev/kmsg", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0
 	}
-	// The fields after the command, which is in parentheses, from state on.
-	_, rest, _ := strings.Cut(string(b), ") ")
-	f := strings.Fields(rest)
-	if len(f) < 20 {
-		return 0
+	defer unix.Close(fd)
+	buf := make([]byte, 8192)
+	for range 10000 {
+		n, err := unix.Read(fd, buf)
+		if err == unix.EPIPE {
+			continue // overwritten before it was read
+		}
+		if err != nil || n <= 0 {
+			return 0
+		}
+		if at, ok := initRecord(string(buf[:n])); ok {
+			return at
+		}
 	}
-	ticks, err := strconv.ParseUint(f[19], 10, 64)
+	return 0
+}
+
+// initRecord reads a /dev/kmsg record ("6,812,145236,-;Run /init as init
+// process") and returns its time in seconds when it is the one that ran init.
+func initRecord(rec string) (float64, bool) {
+	hdr, text, _ := strings.Cut(rec, ";")
+	prog, ok := strings.CutPrefix(text, "Run ")
+	if _, rest, _ := strings.Cut(prog, " "); !ok || !strings.HasPrefix(rest, "as init process") {
+		return 0, false
+	}
+	f := strings.Split(hdr, ",")
+	if len(f) < 3 {
+		return 0, false
+	}
+	usec, err := strconv.ParseUint(f[2], 10, 64)
 	if err != nil {
-		return 0
+		return 0, false
 	}
-	return float64(ticks) / 100
+	return float64(usec) / 1e6, true
 }
 
 func uptime() float64 {

@@ -8,9 +8,10 @@ type Hello struct {
 	Version string  `json:"version"` // /proc/version
 	CPUs    int     `json:"cpus"`    // online CPUs
 	Uptime  float64 `json:"uptime"`  // seconds since boot when the agent became ready
-	// Exec and Main date the agent's start on Uptime's clock: the kernel
-	// ran it as /init at Exec (10 ms steps), its own code began at Main
-	// (after the Go runtime's start and package inits). 0 when not /init.
+	// Exec and Main date the agent's start in seconds since boot: the
+	// kernel ran it as /init at Exec (the printk clock: its record in the
+	// log), its own code began at Main (Uptime's clock, after the Go
+	// runtime's start and package inits). 0 when not the guest's /init.
 	Exec float64 `json:"exec,omitempty"`
 	Main float64 `json:"main,omitempty"`
 	// Kmemleak says the kernel has kmemleak (the debug flavour).
