@@ -34,6 +34,25 @@ func release() string {
 	return unix.ByteSliceToString(u.Release[:])
 }
 
+// raiseMemlock lifts RLIMIT_MEMLOCK as far as it may, for kernels before
+// memcg accounting (5.11), which charged BPF maps and programs to it;
+// every lab kernel is newer, so a limit it cannot lift (no
+// CAP_SYS_RESOURCE, as in some test hosts) is no error. cilium/ebpf's
+// rlimit package does the same, but its package init probes the kernel
+// with a BPF map (~10 ms of the agent's start under TCG).
+func raiseMemlock() error {
+	inf := &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}
+	if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, inf); err == nil || err != unix.EPERM {
+		return err
+	}
+	var cur unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &cur); err != nil {
+		return err
+	}
+	cur.Cur = cur.Max
+	return unix.Setrlimit(unix.RLIMIT_MEMLOCK, &cur)
+}
+
 // mainAt is the uptime Init began at as the guest's /init (0 otherwise).
 var mainAt float64
 

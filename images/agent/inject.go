@@ -17,7 +17,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
 
 	"napilab/images/wire"
 )
@@ -66,7 +65,7 @@ func (in *injector) setup(args wire.Inject) error {
 	if len(in.names) > 0 {
 		return fmt.Errorf("probes already set up")
 	}
-	if err := rlimit.RemoveMemlock(); err != nil {
+	if err := raiseMemlock(); err != nil {
 		return err
 	}
 	if err := plainKprobes(); err != nil {

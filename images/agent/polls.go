@@ -30,7 +30,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
 )
 
 // Poll contexts as the program records them.
@@ -129,7 +128,7 @@ func (p *pollCounter) close() {
 }
 
 func (p *pollCounter) attach() error {
-	if err := rlimit.RemoveMemlock(); err != nil {
+	if err := raiseMemlock(); err != nil {
 		return err
 	}
 	var err error

@@ -6,7 +6,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/rlimit"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 
@@ -57,9 +56,8 @@ type xdpProg struct {
 
 // xdpState keeps one program per netns and device.
 type xdpState struct {
-	mu      sync.Mutex
-	byKey   map[string]*xdpProg
-	memlock sync.Once
+	mu    sync.Mutex
+	byKey map[string]*xdpProg
 }
 
 // xdp attaches or detaches the XDP_PASS program on x.Dev.
@@ -94,7 +92,7 @@ func (a *agent) xdp(x wire.XDP) error {
 		}
 	}
 	if cur == nil {
-		s.memlock.Do(func() { _ = rlimit.RemoveMemlock() }) // no-op with memcg accounting (5.11+)
+		_ = raiseMemlock() // without effect under memcg accounting (5.11+)
 		prog, err := ebpf.NewProgram(xdpPassSpec())
 		if err != nil {
 			return fmt.Errorf("xdp load for %s: %w", x.Dev, err)

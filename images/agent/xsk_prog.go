@@ -7,7 +7,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 )
@@ -97,7 +96,7 @@ func attachXSKProg(dev string, queue, port, fd int, mode string) (*xskProg, erro
 	if err != nil {
 		return nil, fmt.Errorf("device %s: %w", dev, err)
 	}
-	_ = rlimit.RemoveMemlock() // no-op with memcg accounting (5.11+)
+	_ = raiseMemlock() // without effect under memcg accounting (5.11+)
 	p := &xskProg{}
 	ok := false
 	defer func() {

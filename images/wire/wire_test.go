@@ -118,3 +118,33 @@ func TestSendDeadline(t *testing.T) {
 		t.Errorf("send after a timeout with nothing written: %v", err)
 	}
 }
+
+// TestLongAnswer: only a head that starts {"id":N, or {"id":N} names the
+// request an over-long answer was for.
+func TestLongAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		head string
+		id   int64 // 0: none
+	}{
+		{`{"id":12,"data":"yyyy`, 12},
+		{`{"id":7}`, 7},
+		{`{"id":123456789012345678,"d`, 123456789012345678},
+		{`{"id":1234567890123456789,"`, 0}, // 19 digits
+		{`{"id":012,"data"`, 0},
+		{`{"id":0,"data"`, 0},
+		{`{"id":12`, 0},
+		{`{"id":-1,"data"`, 0},
+		{`{"id":,"data"`, 0},
+		{`{"event":"log","data"`, 0},
+		{` {"id":12,"data"`, 0},
+		{``, 0},
+	} {
+		m := longAnswer([]byte(tc.head))
+		switch {
+		case tc.id == 0 && m != nil:
+			t.Errorf("longAnswer(%q) = request %d, want none", tc.head, m.ID)
+		case tc.id != 0 && (m == nil || m.ID != tc.id):
+			t.Errorf("longAnswer(%q) = %+v, want request %d", tc.head, m, tc.id)
+		}
+	}
+}
