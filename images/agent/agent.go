@@ -53,21 +53,18 @@ func raiseMemlock() error {
 	return unix.Setrlimit(unix.RLIMIT_MEMLOCK, &cur)
 }
 
-// mainAt is the uptime Init began at as the guest's /init (0 otherwise).
-var mainAt float64
+// mainAt is the uptime Init began at as the guest's /init, execAt when the
+// kernel ran it (execTime, read beside the port search); 0 otherwise.
+var mainAt, execAt float64
 
 func (a *agent) hello() wire.Hello {
 	v, _ := os.ReadFile("/proc/version")
-	var exec float64
-	if mainAt > 0 {
-		exec = execTime()
-	}
 	return wire.Hello{
 		Kernel:  release(),
 		Version: strings.TrimSpace(string(v)),
 		CPUs:    runtime.NumCPU(),
 		Uptime:  uptime(),
-		Exec:    exec,
+		Exec:    execAt,
 		Main:    mainAt,
 
 		Kmemleak: hasKmemleak(),
