@@ -2,13 +2,15 @@ package kernels
 
 import (
 	"context"
+	"strings"
 )
 
 // Entry is one spec's line in List.
 type Entry struct {
 	// Spec is the spec listed.
 	Spec *Spec
-	// Extends is the base spec's name, or empty.
+	// Extends is the name of the build it starts from (the base spec's, of
+	// the same flavour), or empty.
 	Extends string
 	// Patches counts the patches the spec applies, its base's included.
 	Patches int
@@ -52,11 +54,9 @@ func List(ctx context.Context, root string, specs []*Spec) ([]Entry, error) {
 		for _, fl := range listedFlavours {
 			f := e
 			f.Spec, f.Artifact = spec.Flavoured(fl), nil
-			switch {
-			case f.Spec.Extends == "":
-				f.Extends = "" // a kselftest flavour builds from scratch
-			case fl.Debug:
-				f.Extends += debugSuffix // on the base's debug build
+			if f.Extends != "" {
+				// On the base's build of the same flavour (planReuse).
+				f.Extends += strings.TrimPrefix(f.Spec.Name, spec.Name)
 			}
 			if in, err := resolveInputs(ctx, l, f.Spec); err == nil {
 				if a, ok := lookupIndex(l, in.hash()); ok {

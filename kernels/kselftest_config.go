@@ -32,9 +32,12 @@ var collectionRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*(/[a-z0-9][a-z0-9_-]*
 func ValidCollection(c string) bool { return collectionRe.MatchString(c) }
 
 // WithSelftests returns a copy of spec that also merges the config fragments
-// of the kselftest collections, named "<spec>.kselftest-<c>[-<c>...]". The
-// copy does not build on its base's work dir: a config change recompiles
-// everything anyway.
+// of the kselftest collections, named "<spec>.kselftest-<c>[-<c>...]". A
+// variant's kselftest flavour builds on its base's kselftest flavour
+// (planReuse), as its debug flavour does on the base's debug flavour: the
+// same config, so only what the variant's patches feed recompiles. (On the
+// plain base's build it would recompile nearly everything: the collections'
+// config changes headers almost every file includes.)
 func (s *Spec) WithSelftests(collections []string) *Spec {
 	cs := append(append([]string{}, s.Config.Selftests...), collections...)
 	slices.Sort(cs)
@@ -43,7 +46,6 @@ func (s *Spec) WithSelftests(collections []string) *Spec {
 	out.Config.Fragments = slices.Clone(s.Config.Fragments)
 	out.Config.Selftests = cs
 	out.Patches = slices.Clone(s.Patches)
-	out.Extends = ""
 	if len(cs) > 0 && len(s.Config.Selftests) == 0 {
 		words := make([]string, len(cs))
 		for i, c := range cs {

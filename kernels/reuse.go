@@ -96,9 +96,8 @@ func (b *builder) planReuse(ctx context.Context) (*reusePlan, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("failed to load base spec: %w", err)
 	}
-	if b.spec.Config.Debug {
-		base = base.WithDebug()
-	}
+	// A flavour builds on the base's same flavour: the same config.
+	base = base.Flavoured(b.spec.Flavour())
 	if base.Name == b.spec.Name {
 		return nil, fmt.Sprintf("base spec %s has the variant's name; full build", base.Path), nil
 	}

@@ -290,6 +290,23 @@ func TestPlanReuse(t *testing.T) {
 			t.Errorf("plan = %+v\nwant %+v", *plan, want)
 		}
 	})
+	t.Run("a flavour on the base's same flavour", func(t *testing.T) {
+		base, variant, l := fakeVariantLab(t)
+		for _, f := range []Flavour{{Selftests: []string{"net"}}, {Debug: true}} {
+			pristine := fakeBaseBuild(t, base.Flavoured(f), l, "")
+			requireNamespace(t, pristine)
+			b, err := newBuilder(ctx, variant.Flavoured(f), Options{CacheDir: l.root})
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, note, err := b.planReuse(ctx)
+			want := base.Flavoured(f).Name
+			if err != nil || plan == nil || plan.Base != want || plan.WorkAt != l.workDir(want) ||
+				plan.Work != l.workDir(variant.Flavoured(f).Name) {
+				t.Errorf("%s: planReuse = %+v, %q, %v; want it on %s", f, plan, note, err, want)
+			}
+		}
+	})
 	t.Run("base built from elsewhere", func(t *testing.T) {
 		base, variant, l := fakeVariantLab(t)
 		fakeBaseBuild(t, base, l, "/somewhere/else")

@@ -43,7 +43,7 @@ func TestWriteStub(t *testing.T) {
 func TestWithSelftests(t *testing.T) {
 	base := &Spec{Name: "stock-6.1", Extends: "/x/base.yaml", Patches: []string{"/p/1.patch"}}
 	got := base.WithSelftests([]string{"net", "drivers/net", "net"})
-	if got.Name != "stock-6.1.kselftest-drivers_net-net" || got.Extends != "" ||
+	if got.Name != "stock-6.1.kselftest-drivers_net-net" || got.Extends != "/x/base.yaml" ||
 		strings.Join(got.Config.Selftests, ",") != "drivers/net,net" || len(got.Patches) != 1 {
 		t.Errorf("WithSelftests = %+v", got)
 	}
