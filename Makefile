@@ -9,11 +9,12 @@ LAB := bin/lab
 # (stock-7.3 FAILs threaded-off-while-down and busy-poll-threaded: a real bug).
 # lab run starts a kernel's runs once it is built, while the next builds, so
 # the order sets when verdicts come: the fastest cold build first (stock-6.1,
-# ~10 min alone; also the base most often cached), a variant right after its
-# base (ksoftirqd-6.12 reuses stock-6.12's tree: 1-9 min), the slowest last
-# (7.3: stock-7.3's ~25 min, then the one-patch variant). The kselftest
-# flavours and Debian image kselftest-under-toggle needs build after every
-# plain kernel; lab kselftest below then finds them cached.
+# 10-13 min alone on 2 cores; also the base most often cached), a variant right
+# after its base (ksoftirqd-6.12 reuses stock-6.12's tree: 1-16 min), the
+# slowest last (7.3: stock-7.3's ~25 min, then the one-patch variant). The
+# kselftest flavours and Debian image kselftest-under-toggle needs build after
+# every plain kernel (a variant's on its base's flavour); lab kselftest below
+# then finds them cached.
 KERNELS ?= kernels/stock-6.1.yaml kernels/stock-6.12.yaml kernels/ksoftirqd-6.12.yaml \
 	kernels/napi-stop-disabled-7.3.yaml
 # The seed experiments run once each with their defaults: their assertions
