@@ -42,7 +42,7 @@ func release() string {
 // with a BPF map (~10 ms of the agent's start under TCG).
 func raiseMemlock() error {
 	inf := &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}
-	if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, inf); err == nil || err != unix.EPERM {
+	if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, inf); err != unix.EPERM {
 		return err
 	}
 	var cur unix.Rlimit
