@@ -52,8 +52,8 @@ func TestBootVerdicts(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer v.stop(0)
-			r := &run{cfg: Config{OutDir: dir, Initramfs: "initrd"}, s: windowScenario(t, ""), res: &results.Result{},
-				guest: v, ctl: newControl(host), bootLimit: 300 * time.Millisecond}
+			r := &run{cfg: Config{OutDir: dir, Initramfs: "initrd", bootLimit: 300 * time.Millisecond},
+				s: windowScenario(t, ""), res: &results.Result{}, guest: v, ctl: newControl(host)}
 			err = r.boot(context.Background(), "tcg")
 			if r.ctl != nil {
 				r.ctl.Close()

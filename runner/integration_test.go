@@ -259,6 +259,49 @@ func TestNoInitIsError(t *testing.T) {
 	}
 }
 
+// TestSilentBootEvidence: a kernel that starts but brings up no agent is
+// an ERROR (nobody can tell a slow host from a hung kernel), and it is
+// asked for SysRq-w and -l through QEMU's keyboard first, so that
+// console.log shows where it waits.
+func TestSilentBootEvidence(t *testing.T) {
+	k, img := guest(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "init")
+	build := exec.Command("go", "build", "-o", bin, "./testdata/sleepinit")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build sleepinit: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpio := filepath.Join(dir, "sleep.cpio")
+	f, err := os.Create(cpio)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := images.Write(f, []images.File{{Name: "init", Data: data, Mode: 0o755}}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var out string
+	res := runScenario(t, "testdata/bench-boot.yaml", k, img, func(c *testConfig) {
+		c.Initramfs, c.bootLimit, out = cpio, 15*time.Second, c.OutDir
+	})
+	reasons := strings.Join(res.Reasons, "\n")
+	if res.Verdict != results.Error || !strings.Contains(reasons, "no agent after 15s: the kernel started") ||
+		!strings.Contains(reasons, "(SysRq-w, -l) are in console.log") {
+		t.Errorf("verdict %s %v, want ERROR: no agent, SysRq output in console.log", res.Verdict, res.Reasons)
+	}
+	con, _ := os.ReadFile(filepath.Join(out, "console.log"))
+	for _, want := range []string{"sleepinit: no agent here", "sysrq: Show Blocked State", "sysrq: Show backtrace of all active CPUs"} {
+		if !bytes.Contains(con, []byte(want)) {
+			t.Errorf("console.log lacks %q:\n%s", want, con)
+		}
+	}
+}
+
 // TestRefusedWriteFails: an errno from the kernel crosses the wire typed
 // and fails the run.
 func TestRefusedWriteFails(t *testing.T) {

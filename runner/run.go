@@ -66,6 +66,8 @@ type Config struct {
 	// newGuest starts the guest; nil = (*run).startQEMU (tests run the
 	// agent in this process).
 	newGuest func(r *run, accel string) (Guest, error)
+	// bootLimit overrides the boot timeout (tests); 0 = bootTimeout.
+	bootLimit time.Duration
 }
 
 // Boot and shutdown limits under TCG; KVM divides them by kvmSpeedup.
@@ -129,8 +131,6 @@ type run struct {
 	leak    leakCheck
 	readyAt time.Time // the agent's ready event arrived (host clock)
 	setupAt time.Time // the topology setup started
-	// bootLimit overrides the boot timeout (tests); 0 = bootTimeout.
-	bootLimit time.Duration
 }
 
 // bootPhases splits a boot of boot seconds (host clock) by the guest's
@@ -286,14 +286,16 @@ var noInit = regexp.MustCompile(`.*(No working init found|Unable to mount root f
 //     started; after "Linux version": FAIL, it started and died; on a
 //     panic for a missing /init: ERROR, the lab's initramfs;
 //   - no agent within the limit: FAIL when the console has a splat, else
-//     ERROR (a slow host and a kernel hung without a word look alike).
+//     ERROR (a slow host and a kernel hung without a word look alike); a
+//     kernel that started is asked for SysRq-w and -l first, so console.log
+//     shows where it waits.
 func (r *run) boot(ctx context.Context, accel string) error {
 	limit := bootTimeout
 	if accel == "kvm" {
 		limit /= kvmSpeedup
 	}
-	if r.bootLimit > 0 {
-		limit = r.bootLimit
+	if r.cfg.bootLimit > 0 {
+		limit = r.cfg.bootLimit
 	}
 	bctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
@@ -336,6 +338,10 @@ func (r *run) boot(ctx context.Context, accel string) error {
 	case ended:
 		return &bootError{"the guest stopped before the agent was ready"}
 	}
+	evidence := ""
+	if started {
+		evidence = r.bootEvidence(ctx)
+	}
 	if sp := splat.Find(r.guest.output().text()); len(sp) > 0 {
 		return &bootError{fmt.Sprintf("%s, and no agent after %v", sp[0].Title, limit)}
 	}
@@ -343,7 +349,34 @@ func (r *run) boot(ctx context.Context, accel string) error {
 	if started {
 		what = "started"
 	}
-	return infra("no agent after %v: the kernel %s, without a splat (a slow host and a hung kernel look alike)", limit, what)
+	return infra("no agent after %v: the kernel %s, without a splat (a slow host and a hung kernel look alike)%s", limit, what, evidence)
+}
+
+// bootEvidence sends SysRq-w and -l through QEMU's keyboard to a kernel
+// that started but brought up no agent, waits for the dumps to reach the
+// console, and says where they are.
+func (r *run) bootEvidence(ctx context.Context) string {
+	ctx, cancel := cleanupCtx(ctx, evidenceTimeout)
+	defer cancel()
+	con := r.guest.output()
+	from := con.count()
+	switch err := r.guest.sysrq(ctx, "w", "l"); {
+	case errors.Is(err, errNoSysrq):
+		return ""
+	case err != nil:
+		return fmt.Sprintf("; SysRq-w and -l could not be sent: %v", err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
+	got := con.waitFor(wctx, "sysrq: Show backtrace of all active CPUs", from)
+	wcancel()
+	if !got {
+		return "; it did not answer SysRq-w and -l"
+	}
+	select { // the backtraces follow their header
+	case <-ctx.Done():
+	case <-time.After(time.Second):
+	}
+	return "; its blocked tasks and CPUs' backtraces (SysRq-w, -l) are in console.log"
 }
 
 // setup builds the topology in the guest.
