@@ -119,14 +119,15 @@ func (p *progressPrinter) end() {
 	}
 }
 
-// progressLine is one report as text; compiling is the time spent in the
+// progressLine is one report as text, named by its spec (in a stream,
+// runs' lines come between a build's); compiling is the time spent in the
 // compile phase so far, for the ETA.
 func progressLine(r kernels.Progress, compiling time.Duration) string {
 	counted := r.Phase == kernels.PhaseCompile && r.Total > 0 && r.Objects <= r.Total
 	if !counted {
-		return fmt.Sprintf("  %-8s %5d objects  %6.1fs", r.Phase, r.Objects, r.Elapsed.Seconds())
+		return fmt.Sprintf("  %s %-8s %5d objects  %6.1fs", r.Spec, r.Phase, r.Objects, r.Elapsed.Seconds())
 	}
-	s := fmt.Sprintf("  %-8s %5d/%d objects (%d%%)  %6.1fs", r.Phase, r.Objects, r.Total, 100*r.Objects/r.Total, r.Elapsed.Seconds())
+	s := fmt.Sprintf("  %s %-8s %5d/%d objects (%d%%)  %6.1fs", r.Spec, r.Phase, r.Objects, r.Total, 100*r.Objects/r.Total, r.Elapsed.Seconds())
 	if left, ok := eta(r.Objects, r.Total, compiling); ok {
 		s += "  ETA " + left.Round(time.Second).String()
 	}

@@ -40,10 +40,13 @@ func printedObjects(t *testing.T, out string) []string {
 	var got []string
 	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
 		f := strings.Fields(line)
-		if len(f) < 3 {
+		if len(f) < 4 {
 			t.Fatalf("bad progress line %q", line)
 		}
-		got = append(got, f[0]+" "+f[1])
+		if f[0] != "stock" {
+			t.Fatalf("progress line %q does not name its spec", line)
+		}
+		got = append(got, f[1]+" "+f[2])
 	}
 	return got
 }
@@ -96,7 +99,7 @@ func TestProgressLogLines(t *testing.T) {
 	feedBuild(p, clock, 300, 300, time.Second)
 	lines := strings.Split(out.String(), "\n")
 	// 5 s of config, then 30 objects in 30 s: 270 left at 1 s each.
-	want := "  compile     30/300 objects (10%)    35.0s  ETA 4m30s"
+	want := "  stock compile     30/300 objects (10%)    35.0s  ETA 4m30s"
 	if !slices.Contains(lines, want) {
 		t.Errorf("no line %q in\n%s", want, out.String())
 	}
@@ -170,16 +173,16 @@ func TestProgressLine(t *testing.T) {
 		compiling time.Duration
 		want      string
 	}{
-		{"estimate", kernels.Progress{Phase: kernels.PhaseCompile, Objects: 250, Total: 1000, Elapsed: 70 * time.Second},
-			time.Minute, "  compile    250/1000 objects (25%)    70.0s  ETA 3m0s"},
-		{"estimate, nothing done", kernels.Progress{Phase: kernels.PhaseCompile, Total: 1000, Elapsed: 10 * time.Second},
-			0, "  compile      0/1000 objects (0%)    10.0s"},
-		{"no estimate", kernels.Progress{Phase: kernels.PhaseCompile, Objects: 250, Elapsed: 70 * time.Second},
-			time.Minute, "  compile    250 objects    70.0s"},
-		{"past the estimate", kernels.Progress{Phase: kernels.PhaseCompile, Objects: 1001, Total: 1000, Elapsed: 70 * time.Second},
-			time.Minute, "  compile   1001 objects    70.0s"},
-		{"link", kernels.Progress{Phase: kernels.PhaseLink, Objects: 1000, Total: 1000, Elapsed: 300 * time.Second},
-			time.Minute, "  link      1000 objects   300.0s"},
+		{"estimate", kernels.Progress{Spec: "stock-6.1", Phase: kernels.PhaseCompile, Objects: 250, Total: 1000, Elapsed: 70 * time.Second},
+			time.Minute, "  stock-6.1 compile    250/1000 objects (25%)    70.0s  ETA 3m0s"},
+		{"estimate, nothing done", kernels.Progress{Spec: "stock-6.1", Phase: kernels.PhaseCompile, Total: 1000, Elapsed: 10 * time.Second},
+			0, "  stock-6.1 compile      0/1000 objects (0%)    10.0s"},
+		{"no estimate", kernels.Progress{Spec: "stock-6.1", Phase: kernels.PhaseCompile, Objects: 250, Elapsed: 70 * time.Second},
+			time.Minute, "  stock-6.1 compile    250 objects    70.0s"},
+		{"past the estimate", kernels.Progress{Spec: "stock-6.1", Phase: kernels.PhaseCompile, Objects: 1001, Total: 1000, Elapsed: 70 * time.Second},
+			time.Minute, "  stock-6.1 compile   1001 objects    70.0s"},
+		{"link", kernels.Progress{Spec: "stock-6.1", Phase: kernels.PhaseLink, Objects: 1000, Total: 1000, Elapsed: 300 * time.Second},
+			time.Minute, "  stock-6.1 link      1000 objects   300.0s"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
