@@ -106,7 +106,7 @@ func (m *maker) configure(ctx context.Context) ([]byte, error) {
 // compile runs make bzImage, reporting progress per output line.
 func (m *maker) compile(ctx context.Context) (int, error) {
 	counter := progressCounter{phase: PhaseCompile}
-	m.b.total = estimateObjects(m.b.layout, m.b.spec.Name, m.work)
+	m.b.total = estimateObjects(m.b.layout, m.b.spec, m.work)
 	m.b.report(PhaseCompile, 0, "")
 	err := m.make(ctx, "bzImage", m.b.jobs, func(line string) {
 		counter.feed(line)

@@ -83,33 +83,61 @@ func isLinkStep(tag, target string) bool {
 }
 
 // estimateObjects estimates how many objects make bzImage compiles in the
-// work dir of the spec named name. A work dir holding a linked vmlinux has
-// been built before: make recompiles only what changed, which no earlier
-// count predicts, so the estimate is 0 (unknown). Otherwise make compiles
-// every object, and the estimate is the most objects any published build of
-// the spec compiled (build.json's objects): a build from scratch compiles
-// them all, an incremental one fewer. 0 when the spec was never built.
-func estimateObjects(l layout, name, work string) int {
+// work dir of spec s. A work dir holding a linked vmlinux has been built
+// before: make recompiles only what changed, which no earlier count
+// predicts, so the estimate is 0 (unknown). Otherwise make compiles every
+// object, and the estimate is the most objects any published build of the
+// spec compiled (build.json's objects): a build from scratch compiles them
+// all, an incremental one fewer. A spec never built here gets the typical
+// count of its base and flavour (typicalObjects), else 0.
+func estimateObjects(l layout, s *Spec, work string) int {
 	if _, err := os.Lstat(filepath.Join(work, "vmlinux")); err == nil {
 		return 0
 	}
-	ents, err := os.ReadDir(l.kernelsDir())
-	if err != nil {
-		return 0
-	}
+	ents, _ := os.ReadDir(l.kernelsDir())
 	most := 0
 	for _, e := range ents {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), name+"-") {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), s.Name+"-") {
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(l.kernelsDir(), e.Name(), buildInfoFile))
 		var info BuildInfo
-		if err != nil || json.Unmarshal(data, &info) != nil || info.Spec != name {
+		if err != nil || json.Unmarshal(data, &info) != nil || info.Spec != s.Name {
 			continue
 		}
 		most = max(most, info.Objects)
 	}
+	if most == 0 {
+		most = typicalObjects[typicalKey(s)]
+	}
 	return most
+}
+
+// typicalObjects is how many objects a build from scratch compiled, by
+// Debian source package and flavour, with the lab's fragments on
+// tinyconfig (cold builds on 2026-12-03): a cold machine's first build of
+// a spec gets a total and an ETA. A spec of its own config may compile
+// more or fewer; past the estimate the progress line drops it.
+var typicalObjects = map[string]int{
+	"linux-source-6.1":  1338,
+	"linux-source-6.12": 1418,
+	"linux-source-7.3":  1482,
+}
+
+// typicalKey names s's base and flavour in typicalObjects; "" for a config
+// not started from tinyconfig.
+func typicalKey(s *Spec) string {
+	if s.Config.Base != "" && s.Config.Base != defaultConfigBase {
+		return ""
+	}
+	k := s.Base.Package
+	if s.Config.Debug {
+		k += debugSuffix
+	}
+	if len(s.Config.Selftests) > 0 {
+		k += kselftestSuffix + strings.Join(s.Config.Selftests, "-")
+	}
+	return k
 }
 
 // tail keeps the last n lines written to it.

@@ -92,17 +92,27 @@ func TestEstimateObjects(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
+		spec  Spec // Name is stock
 		setup func(t *testing.T, l layout, work string)
 		want  int
 	}{
-		{"never built", func(*testing.T, layout, string) {}, 0},
-		{"largest build of the spec", func(t *testing.T, l layout, _ string) {
+		{"never built", Spec{}, func(*testing.T, layout, string) {}, 0},
+		{"never built, a Debian base", Spec{Base: Base{Package: "linux-source-6.12"}},
+			func(*testing.T, layout, string) {}, typicalObjects["linux-source-6.12"]},
+		{"never built, its debug flavour", Spec{Base: Base{Package: "linux-source-6.1"}, Config: Config{Debug: true}},
+			func(*testing.T, layout, string) {}, typicalObjects["linux-source-6.1.debug"]},
+		{"never built, its own config base", Spec{Base: Base{Package: "linux-source-6.1"}, Config: Config{Base: "defconfig"}},
+			func(*testing.T, layout, string) {}, 0},
+		{"built: its own count wins", Spec{Base: Base{Package: "linux-source-6.1"}}, func(t *testing.T, l layout, _ string) {
+			artifact(t, l, "stock-0123456789abcdef", "stock", 1202)
+		}, 1202},
+		{"largest build of the spec", Spec{}, func(t *testing.T, l layout, _ string) {
 			artifact(t, l, "stock-0123456789abcdef", "stock", 1202)
 			artifact(t, l, "stock-fedcba9876543210", "stock", 40) // an incremental rebuild
 			artifact(t, l, "other-0123456789abcdef", "other", 5000)
 			artifact(t, l, "stock-x-0123456789abcdef", "stock-x", 9000) // shares the prefix only
 		}, 1202},
-		{"damaged build.json skipped", func(t *testing.T, l layout, _ string) {
+		{"damaged build.json skipped", Spec{}, func(t *testing.T, l layout, _ string) {
 			artifact(t, l, "stock-0123456789abcdef", "stock", 1202)
 			if err := os.MkdirAll(filepath.Join(l.kernelsDir(), "stock-1111111111111111"), 0o755); err != nil {
 				t.Fatal(err)
@@ -111,7 +121,7 @@ func TestEstimateObjects(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, 1202},
-		{"work dir already linked: incremental", func(t *testing.T, l layout, work string) {
+		{"work dir already linked: incremental", Spec{Base: Base{Package: "linux-source-6.1"}}, func(t *testing.T, l layout, work string) {
 			artifact(t, l, "stock-0123456789abcdef", "stock", 1202)
 			if err := os.WriteFile(filepath.Join(work, "vmlinux"), nil, 0o644); err != nil {
 				t.Fatal(err)
@@ -126,7 +136,8 @@ func TestEstimateObjects(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.setup(t, l, work)
-			if got := estimateObjects(l, "stock", work); got != tc.want {
+			tc.spec.Name = "stock"
+			if got := estimateObjects(l, &tc.spec, work); got != tc.want {
 				t.Errorf("estimateObjects = %d, want %d", got, tc.want)
 			}
 		})
