@@ -175,7 +175,11 @@ type planned struct {
 // runs come after every build and every other run.
 func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned, k, n int) error {
 	ctx := cmd.Context()
-	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	start := time.Now()
+	tw := newTallyWriter(cmd.OutOrStdout())
+	defer func() { tw.summary(time.Since(start)) }()
+	var out io.Writer = tw
+	stderr := cmd.ErrOrStderr()
 	gs := newGuests(g, o.makeJobs, stderr)
 	defer gs.release()
 	var err error
