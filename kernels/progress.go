@@ -119,9 +119,13 @@ func estimateObjects(l layout, s *Spec, work string) int {
 // a spec gets a total and an ETA. A spec of its own config may compile
 // more or fewer; past the estimate the progress line drops it.
 var typicalObjects = map[string]int{
-	"linux-source-6.1":  1338,
-	"linux-source-6.12": 1418,
-	"linux-source-7.3":  1482,
+	"linux-source-6.1":                1338,
+	"linux-source-6.1.debug":          1355,
+	"linux-source-6.1.kselftest-net":  1638,
+	"linux-source-6.12":               1418,
+	"linux-source-6.12.kselftest-net": 1898,
+	"linux-source-7.3":                1482,
+	"linux-source-7.3.kselftest-net":  1970,
 }
 
 // typicalKey names s's base and flavour in typicalObjects; "" for a config

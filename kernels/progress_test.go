@@ -101,7 +101,9 @@ func TestEstimateObjects(t *testing.T) {
 			func(*testing.T, layout, string) {}, typicalObjects["linux-source-6.12"]},
 		{"never built, its debug flavour", Spec{Base: Base{Package: "linux-source-6.1"}, Config: Config{Debug: true}},
 			func(*testing.T, layout, string) {}, typicalObjects["linux-source-6.1.debug"]},
-		{"never built, its own config base", Spec{Base: Base{Package: "linux-source-6.1"}, Config: Config{Base: "defconfig"}},
+		{"never built, its kselftest flavour", Spec{Base: Base{Package: "linux-source-7.3"}, Config: Config{Selftests: []string{"net"}}},
+			func(*testing.T, layout, string) {}, typicalObjects["linux-source-7.3.kselftest-net"]},
+		{"never built, a config of its own", Spec{Base: Base{Package: "linux-source-6.1"}, Config: Config{Base: "defconfig"}},
 			func(*testing.T, layout, string) {}, 0},
 		{"built: its own count wins", Spec{Base: Base{Package: "linux-source-6.1"}}, func(t *testing.T, l layout, _ string) {
 			artifact(t, l, "stock-0123456789abcdef", "stock", 1202)
@@ -136,6 +138,9 @@ func TestEstimateObjects(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.setup(t, l, work)
+			if strings.HasPrefix(tc.name, "never built, its") && tc.want == 0 {
+				t.Fatalf("no typical count for %q", typicalKey(&tc.spec))
+			}
 			tc.spec.Name = "stock"
 			if got := estimateObjects(l, &tc.spec, work); got != tc.want {
 				t.Errorf("estimateObjects = %d, want %d", got, tc.want)
