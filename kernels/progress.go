@@ -123,6 +123,7 @@ var typicalObjects = map[string]int{
 	"linux-source-6.1.debug":          1355,
 	"linux-source-6.1.kselftest-net":  1638,
 	"linux-source-6.12":               1418,
+	"linux-source-6.12.debug":         1436,
 	"linux-source-6.12.kselftest-net": 1898,
 	"linux-source-7.3":                1482,
 	"linux-source-7.3.kselftest-net":  1970,
