@@ -338,16 +338,12 @@ func (r *run) boot(ctx context.Context, accel string) error {
 	case ended:
 		return &bootError{"the guest stopped before the agent was ready"}
 	}
-	evidence := ""
+	what, evidence := "printed nothing", ""
 	if started {
-		evidence = r.bootEvidence(ctx)
+		what, evidence = "started", r.bootEvidence(ctx)
 	}
 	if sp := splat.Find(r.guest.output().text()); len(sp) > 0 {
 		return &bootError{fmt.Sprintf("%s, and no agent after %v", sp[0].Title, limit)}
-	}
-	what := "printed nothing"
-	if started {
-		what = "started"
 	}
 	return infra("no agent after %v: the kernel %s, without a splat (a slow host and a hung kernel look alike)%s", limit, what, evidence)
 }
