@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"napilab/results"
 )
 
 // tallyWriter passes a lab run's output through and counts its verdict
@@ -22,8 +24,11 @@ type tallyWriter struct {
 	bad     []string
 }
 
+// skip heads the lines of runs not started (lint-time SKIPs, perf SKIPs).
+const skip = "SKIP"
+
 // tallied are the first words that make a verdict line, in summary order.
-var tallied = []string{"PASS", "SKIP", "INCONCLUSIVE", "FAIL", "ERROR"}
+var tallied = []string{string(results.Pass), skip, string(results.Inconclusive), string(results.Fail), string(results.Error)}
 
 func newTallyWriter(w io.Writer) *tallyWriter {
 	return &tallyWriter{w: w, counts: map[string]int{}}
@@ -52,7 +57,7 @@ func (t *tallyWriter) line(s string) {
 	for _, v := range tallied {
 		if word == v {
 			t.counts[v]++
-			if v != "PASS" && v != "SKIP" {
+			if v != string(results.Pass) && v != skip {
 				t.bad = append(t.bad, s)
 			}
 			return
