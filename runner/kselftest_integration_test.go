@@ -102,7 +102,7 @@ func TestShippedKselftestScenarios(t *testing.T) {
 		}
 		ran++
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			res := runScenario(t, f, k, img, func(c *testConfig) {
+			res := runShipped(t, f, k, img, func(c *testConfig) {
 				c.MinMemoryMB = 1024
 				c.KselftestTimeouts = map[string]time.Duration{"net": st.Timeout("net")}
 			})

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"os"
 	"syscall"
 	"testing"
@@ -40,8 +41,11 @@ func TestInjectHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text != "slow 10 5\n" {
-		t.Errorf("counters %q, want \"slow 10 5\\n\" (10 calls, 5 firings: the count)", text)
+	// The probe is system-wide: another host process's getppid counts too.
+	var name string
+	var calls, fired int
+	if _, err := fmt.Sscanf(text, "%s %d %d\n", &name, &calls, &fired); err != nil || name != "slow" || calls < 10 || fired != 5 {
+		t.Errorf("counters %q, want \"slow N 5\" with N >= 10 (our 10 calls, 5 firings: the count)", text)
 	}
 	if took < 10*time.Millisecond {
 		t.Errorf("10 calls with 5 delays of 2ms took %v", took)
