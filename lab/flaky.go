@@ -23,7 +23,7 @@ type flakeOptions struct {
 }
 
 func addFlakeFlags(cmd *cobra.Command, o *flakeOptions) {
-	cmd.Flags().IntVar(&o.kselftestRetries, "kselftest-retries", 1, "run a failed kselftest again, in the same guest, up to N times (known-flaky tests may get more; 0: never); a pass on retry is reported as flaky")
+	cmd.Flags().IntVar(&o.kselftestRetries, "kselftest-retries", runner.DefaultKselftestRetries, "run a failed kselftest again, in the same guest, up to N times (known-flaky tests may get more; 0: never); a pass on retry is reported as flaky")
 	cmd.Flags().BoolVar(&o.retryTiming, "retry-timing", true, "run a scenario that failed only on timing-only assertions (rate, latency, no-stall, minimums over a window) once more on the same kernel; off with --repeat > 1 and --until-fail unless set")
 	cmd.Flags().BoolVar(&o.strict, "strict", false, "count flakes (a kselftest or run that passed on retry) as failures")
 }

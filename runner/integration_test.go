@@ -108,7 +108,7 @@ func runShipped(t testing.TB, file string, k *kernels.Artifact, img *images.Imag
 	j := Job{Name: filepath.Base(file), RetryTiming: true, Cfg: Config{OutDir: t.TempDir()}}
 	return runJob(context.Background(), j, func(_ context.Context, cfg Config) *results.Result {
 		return runScenario(t, file, k, img, func(c *testConfig) {
-			c.OutDir, c.KselftestRetries = cfg.OutDir, 1
+			c.OutDir, c.KselftestRetries = cfg.OutDir, DefaultKselftestRetries
 			if edit != nil {
 				edit(c)
 			}

@@ -26,6 +26,9 @@ import (
 	"napilab/scenarios"
 )
 
+// DefaultKselftestRetries is lab run's --kselftest-retries.
+const DefaultKselftestRetries = 1
+
 // Config is one run.
 type Config struct {
 	Scenario   *scenarios.Scenario
@@ -56,7 +59,8 @@ type Config struct {
 	// Logf receives one-line progress messages; nil = silent.
 	Logf func(format string, args ...any)
 	// KselftestRetries is how many times a failed kselftest runs again in
-	// the same guest (known-flaky tests may get more); 0 = none.
+	// the same guest (known-flaky tests may get more); 0 = none. lab run
+	// gives DefaultKselftestRetries.
 	KselftestRetries int
 	// Strict counts a flake (a kselftest or a run that passed on retry) as
 	// a failure.

@@ -265,9 +265,11 @@ func injectFault(value string) error {
 	if err != nil || p < 0 || p > 1 {
 		return fmt.Errorf("%s wants a probability 0..1, got %q", wire.FaultPath, value)
 	}
-	var b [8]byte
-	rand.Read(b[:]) // never fails (it blocks until the CRNG is ready)
-	if float64(binary.LittleEndian.Uint64(b[:])>>11)/(1<<53) < p {
+	// A 32-bit draw against threshold(p), as the probes draw; rand.Read
+	// never fails (it blocks until the CRNG is ready).
+	var b [4]byte
+	rand.Read(b[:])
+	if uint64(binary.LittleEndian.Uint32(b[:])) < threshold(p) {
 		return faultError{p}
 	}
 	return nil
