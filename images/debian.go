@@ -19,6 +19,7 @@ import (
 	"github.com/u-root/u-root/pkg/cpio"
 
 	"napilab/kernels"
+	"napilab/kernels/sandbox"
 )
 
 // debianFormat versions the Debian image recipe; bump it when Trim or the
@@ -372,23 +373,28 @@ func concat(path, first string, rest []byte) error {
 // them, so that `modprobe nf_defrag_ipv6` in a selftest succeeds for what is
 // built in. It returns the modules dir (to go to usr/lib/modules), or ""
 // when the artifact lacks the files (older builds); the caller removes tmp.
+// The release must pass kernels.ParseRelease, and the files are written
+// beneath tmp whatever it says.
 func builtinModules(ctx context.Context, kernelDir, tmp string) (string, error) {
 	files := map[string][]byte{}
-	for _, f := range []string{"kernel.release", "modules.builtin", "modules.builtin.modinfo"} {
+	for _, f := range []string{kernels.ReleaseFile, kernels.BuiltinFile, kernels.BuiltinModinfoFile} {
 		data, err := os.ReadFile(filepath.Join(kernelDir, f))
-		if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
 			return "", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("failed to read %s: %w", f, err)
 		}
 		files[f] = data
 	}
-	release := strings.TrimSpace(string(files["kernel.release"]))
-	dir := filepath.Join(tmp, "lib", "modules", release)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+	release, err := kernels.ParseRelease(files[kernels.ReleaseFile])
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", filepath.Join(kernelDir, kernels.ReleaseFile), err)
 	}
-	for _, f := range []string{"modules.builtin", "modules.builtin.modinfo"} {
-		if err := os.WriteFile(filepath.Join(dir, f), files[f], 0o644); err != nil {
-			return "", err
+	for _, f := range []string{kernels.BuiltinFile, kernels.BuiltinModinfoFile} {
+		rel := filepath.Join("lib", "modules", release, f)
+		if err := sandbox.WriteBeneath(tmp, rel, files[f], 0o644); err != nil {
+			return "", fmt.Errorf("failed to write %s: %w", rel, err)
 		}
 	}
 	depmod, err := exec.LookPath("depmod")

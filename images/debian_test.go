@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,5 +124,39 @@ func TestBuiltinModules(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "6.1.0-test", "modules.builtin.bin")); err != nil {
 		t.Errorf("depmod did not index the built-ins: %v", err)
+	}
+}
+
+// TestBuiltinModulesRefusesBadRelease: kernel.release comes from the build
+// or an archive and names lib/modules/<release>, written as root; a bad one
+// is refused and nothing is written outside tmp.
+func TestBuiltinModulesRefusesBadRelease(t *testing.T) {
+	for name, release := range map[string]string{
+		"climbs out": "../../../../out\n",
+		"absolute":   "/out\n",
+		"dot-dot":    "..\n",
+		"an option":  "-a\n",
+		"two lines":  "6.1.0\n../../../../out\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			base, kdir := t.TempDir(), t.TempDir()
+			tmp := filepath.Join(base, "x", "y")
+			if err := os.MkdirAll(tmp, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(kdir, "kernel.release"), []byte(release), 0o644)
+			os.WriteFile(filepath.Join(kdir, "modules.builtin"), []byte("kernel/drivers/net/veth.ko\n"), 0o644)
+			os.WriteFile(filepath.Join(kdir, "modules.builtin.modinfo"), nil, 0o644)
+			dir, err := builtinModules(context.Background(), kdir, tmp)
+			if err == nil || !strings.Contains(err.Error(), "bad kernel release") {
+				t.Errorf("builtinModules = %q, %v; want a bad kernel release refused", dir, err)
+			}
+			if ents, _ := os.ReadDir(base); len(ents) != 1 {
+				t.Errorf("wrote beside tmp: %d entries in %s", len(ents), base)
+			}
+			if _, err := os.Stat("/out/modules.builtin"); err == nil {
+				t.Error("wrote /out/modules.builtin")
+			}
+		})
 	}
 }

@@ -69,6 +69,9 @@ type BuildInfo struct {
 	BzImageSize int64 `json:"bzimage_size"`
 	// BzImageSHA256 is the bzImage's sha256, checked on every reuse.
 	BzImageSHA256 string `json:"bzimage_sha256,omitempty"`
+	// Files are the size and sha256 of every artifact file the lab boots or
+	// puts into an image, by name; checked before every use (artifact.go).
+	Files map[string]FileSum `json:"files,omitempty"`
 	// Objects counts the objects make compiled in this build.
 	Objects int `json:"objects"`
 	// Reuses names the base spec whose build this variant started from, if any.
@@ -226,12 +229,13 @@ func (b *builder) build(ctx context.Context) (*Artifact, error) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, fmt.Errorf("failed to create work dir: %w", err)
 	}
-	if err := os.MkdirAll(b.layout.ccacheDir(), 0o755); err != nil {
+	ccache := b.layout.ccacheDir(b.spec.Name)
+	if err := os.MkdirAll(ccache, 0o755); err != nil {
 		return nil, fmt.Errorf("failed to create ccache dir: %w", err)
 	}
-	// make runs sandboxed: it writes only the work dir and ccache, which
-	// its uid must own (entries built before the sandbox are root's).
-	for _, d := range []string{work, b.layout.ccacheDir()} {
+	// make runs sandboxed: it writes only the work dir and the spec's
+	// ccache, which its uid must own (entries built before are root's).
+	for _, d := range []string{work, ccache} {
 		if err := sandbox.Own(d); err != nil {
 			return nil, err
 		}
@@ -242,7 +246,7 @@ func (b *builder) build(ctx context.Context) (*Artifact, error) {
 		return nil, fmt.Errorf("failed to create build log: %w", err)
 	}
 	defer log.Close()
-	m := &maker{b: b, src: src, work: work, plan: b.plan, log: log, logPath: logPath}
+	m := &maker{b: b, src: src, work: work, plan: b.plan, log: capLog(log, maxLogBytes), logPath: logPath}
 	final, err := m.configure(ctx)
 	if err != nil {
 		return nil, err

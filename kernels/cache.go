@@ -31,9 +31,11 @@ func (l layout) workDir(name string) string { return filepath.Join(l.root, "work
 func (l layout) kernelsDir() string         { return filepath.Join(l.root, "kernels") }
 func (l layout) indexDir() string           { return filepath.Join(l.root, "index") }
 func (l layout) stampsDir() string          { return filepath.Join(l.root, "stamps") }
-func (l layout) ccacheDir() string          { return filepath.Join(l.root, "ccache") }
-func (l layout) lockFile() string           { return filepath.Join(l.root, "lock") }
-func (l layout) locksDir() string           { return filepath.Join(l.root, "locks") }
+func (l layout) ccacheDir(name string) string {
+	return filepath.Join(l.root, "ccaches", name)
+}
+func (l layout) lockFile() string { return filepath.Join(l.root, "lock") }
+func (l layout) locksDir() string { return filepath.Join(l.root, "locks") }
 
 // pristineDir is where a tarball with the given sha256 is extracted.
 func (l layout) pristineDir(tarball, sum string) string {

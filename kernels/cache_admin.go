@@ -115,7 +115,7 @@ func GC(ctx context.Context, root string, specs []*Spec, opts GCOptions) (remove
 	}
 	g.current(ctx, specs)
 	g.newest(max(opts.Keep, 1))
-	steps := []func() error{g.artifacts, g.index, g.workDirs, g.sources, g.temps, g.notes}
+	steps := []func() error{g.artifacts, g.index, g.workDirs, g.ccaches, g.sources, g.temps, g.notes}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return g.removed, g.freed, err

@@ -97,6 +97,7 @@ func publishFake(t *testing.T, spec *Spec, l layout) *Artifact {
 	dir := filepath.Join(l.kernelsDir(), spec.Name+"-"+key[:16])
 	writeFiles(t, dir, map[string]string{bzImageFile: "MZ", configFile: "CONFIG_A=y\n"})
 	info := BuildInfo{Spec: spec.Name, Key: key, Compiler: in.compiler}
+	recordFiles(t, dir, &info)
 	if err := writeJSON(filepath.Join(dir, buildInfoFile), info); err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +106,22 @@ func publishFake(t *testing.T, spec *Spec, l layout) *Artifact {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// recordFiles sets info.Files to the artifact files in dir, as publish does.
+func recordFiles(t testing.TB, dir string, info *BuildInfo) {
+	t.Helper()
+	info.Files = map[string]FileSum{}
+	for _, name := range artifactFiles {
+		sum, size, err := fileSumSize(filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		info.Files[name] = FileSum{Size: size, SHA256: sum}
+	}
 }
 
 func TestBuildFastPath(t *testing.T) {

@@ -19,6 +19,7 @@ func publishRecorded(t *testing.T, spec *Spec, l layout) *Artifact {
 		t.Fatal(err)
 	}
 	a.Info.BzImageSize, a.Info.BzImageSHA256 = int64(len(image)), sumBytes(image)
+	recordFiles(t, a.Dir, &a.Info)
 	if err := writeJSON(filepath.Join(a.Dir, buildInfoFile), a.Info); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func BenchmarkCheckSum(b *testing.B) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	a := &Artifact{BzImage: path, Info: BuildInfo{BzImageSHA256: sumBytes(data)}}
+	a := &Artifact{Dir: filepath.Dir(path), BzImage: path, Info: BuildInfo{Files: map[string]FileSum{bzImageFile: {Size: int64(len(data)), SHA256: sumBytes(data)}}}}
 	for b.Loop() {
 		if err := a.checkSum(); err != nil {
 			b.Fatal(err)

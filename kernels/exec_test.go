@@ -3,6 +3,7 @@ package kernels
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -126,4 +127,58 @@ func niceOf(t *testing.T, pid string) string {
 	s := string(data)
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	return fields[19-3]
+}
+
+// TestRunCapsLines runs a command that prints one 64 MiB line: each line
+// handed on and logged is capped, and what follows still arrives.
+func TestRunCapsLines(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "build.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	var longest int
+	var got []string
+	c := command{argv: []string{"sh", "-c", "head -c 67108864 /dev/zero | tr '\\0' x; echo; echo done"}, log: log}
+	tailOut, err := run(context.Background(), c, func(line string) {
+		longest = max(longest, len(line))
+		got = append(got, line)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if longest > maxLineBytes+100 {
+		t.Errorf("a line of %d bytes was handed on, want at most %d and a note", longest, maxLineBytes)
+	}
+	if len(got) != 2 || got[1] != "done" || !strings.HasSuffix(got[0], fmt.Sprintf(" [%d more bytes of this line dropped]", 64<<20-maxLineBytes)) {
+		t.Errorf("lines = %d, want the capped line with a note, then done", len(got))
+	}
+	if len(tailOut) != 2 {
+		t.Errorf("tail = %d lines, want 2", len(tailOut))
+	}
+	if fi, err := os.Stat(logPath); err != nil || fi.Size() > 2*maxLineBytes {
+		t.Errorf("build.log = %v, %v; want at most one capped line", fi.Size(), err)
+	}
+}
+
+// TestLogCap checks that a log shared by a build's commands stops at its
+// cap with one note while the output is still read to the end.
+func TestLogCap(t *testing.T) {
+	var buf strings.Builder
+	log := capLog(&buf, 1<<20)
+	for i := range 2 {
+		var lines int
+		c := command{argv: []string{"sh", "-c", "yes 0123456789abcdef | head -n 131072; echo last"}, log: log}
+		tailOut, err := run(context.Background(), c, func(string) { lines++ })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lines != 131073 || tailOut[len(tailOut)-1] != "last" {
+			t.Errorf("run %d: %d lines ending %q, want all read", i, lines, tailOut[len(tailOut)-1])
+		}
+	}
+	if buf.Len() > 1<<20+100 || strings.Count(buf.String(), "the rest of the output is not logged") != 1 {
+		t.Errorf("log = %d bytes, want at most 1 MiB and one note", buf.Len())
+	}
 }

@@ -170,6 +170,22 @@ func (g *collector) workDirs() error {
 	})
 }
 
+// ccaches removes the ccaches of specs not in use, and the one ccache all
+// specs shared before each build had its own.
+func (g *collector) ccaches() error {
+	if _, err := os.Stat(filepath.Join(g.l.root, "ccache")); err == nil {
+		if err := g.remove(filepath.Join(g.l.root, "ccache"), "the ccache all specs shared (each spec has its own now)"); err != nil {
+			return err
+		}
+	}
+	return g.each(filepath.Join(g.l.root, "ccaches"), func(name string) string {
+		if !g.inUse(name) {
+			return fmt.Sprintf("ccache of spec %s, which no longer exists", name)
+		}
+		return ""
+	})
+}
+
 // leftoverSrcRe matches temp dirs of interrupted extractions and patch runs.
 var leftoverSrcRe = regexp.MustCompile(`^(\.tmp-|\..+\.tmp-)`)
 

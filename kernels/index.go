@@ -3,11 +3,9 @@ package kernels
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // Artifact files inside an artifact dir.
@@ -39,7 +37,7 @@ type indexEntry struct {
 }
 
 // checkIndexed is lookupIndex for a build about to reuse the artifact: it
-// also checks the bzImage's sha256 against the build record. When an
+// also checks every recorded file's sha256 against the build record. When an
 // artifact is recorded but damaged, why says so.
 func checkIndexed(l layout, inputHash string) (a *Artifact, why string) {
 	a, ok := lookupIndex(l, inputHash)
@@ -50,24 +48,6 @@ func checkIndexed(l layout, inputHash string) (a *Artifact, why string) {
 		return nil, err.Error()
 	}
 	return a, ""
-}
-
-// checkSum compares the bzImage with the sha256 its build recorded (older
-// records have none). Hashing a 10 MB bzImage takes a few ms, next to a
-// boot of tens of seconds.
-func (a *Artifact) checkSum() error {
-	want := a.Info.BzImageSHA256
-	if want == "" {
-		return nil
-	}
-	got, err := fileSum(a.BzImage)
-	if err != nil {
-		return err
-	}
-	if got != want {
-		return fmt.Errorf("cached %s does not match its build record: sha256 %.12s, want %.12s", a.BzImage, got, want)
-	}
-	return nil
 }
 
 // damaged says why the artifact indexed for inputHash fails to load, or ""
@@ -106,38 +86,6 @@ func lookupIndex(l layout, inputHash string) (*Artifact, bool) {
 func writeIndex(l layout, inputHash string, a *Artifact) error {
 	e := indexEntry{Artifact: filepath.Base(a.Dir), Key: a.Key}
 	return writeJSON(filepath.Join(l.indexDir(), inputHash+".json"), e)
-}
-
-// loadArtifact reads a published artifact dir; it fails unless bzImage and
-// build.json exist and the bzImage has the size the build recorded.
-func loadArtifact(dir string) (*Artifact, error) {
-	data, err := os.ReadFile(filepath.Join(dir, buildInfoFile))
-	if err != nil {
-		return nil, fmt.Errorf("failed to read artifact: %w", err)
-	}
-	var info BuildInfo
-	if err := json.Unmarshal(data, &info); err != nil {
-		return nil, fmt.Errorf("failed to parse %s: %w", filepath.Join(dir, buildInfoFile), err)
-	}
-	a := newArtifact(dir, info)
-	fi, err := os.Stat(a.BzImage)
-	if err != nil {
-		return nil, fmt.Errorf("failed to read artifact: %w", err)
-	}
-	if want := info.BzImageSize; want > 0 && fi.Size() != want {
-		return nil, fmt.Errorf("cached %s is truncated or damaged: %d bytes, build record says %d", a.BzImage, fi.Size(), want)
-	}
-	return a, nil
-}
-
-// Release returns the kernel release (uname -r) the build recorded, or ""
-// when the artifact holds none.
-func (a *Artifact) Release() string {
-	data, err := os.ReadFile(filepath.Join(a.Dir, ReleaseFile))
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(data))
 }
 
 // newArtifact describes the artifact dir holding info's build.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"napilab/kernels/sandbox"
 )
@@ -34,9 +33,11 @@ type maker struct {
 // preprocessed text did not (a flavour's other autoconf.h).
 const ccacheMode = "CCACHE_DEPEND=1"
 
-// make runs `make -C <src> O=<work> ARCH=x86_64 CC=<cc> [-jN] <target>`; for
-// a variant reusing its base's build, at the base's paths inside a mount
-// namespace where src and work are bind-mounted over them (see reuse.go).
+// make runs `make -C <src> O=<work> ARCH=x86_64 CC=<cc> [-jN] <target>` in
+// the build's jail, which holds the source read-only and the work dir and
+// the spec's own ccache writable, nothing of another spec (buildJail); for
+// a variant reusing its base's build, the jail shows src and work at the
+// base's paths (see reuse.go).
 func (m *maker) make(ctx context.Context, target string, jobs int, onLine func(string)) error {
 	src, work := m.src, m.work
 	if m.plan != nil {
@@ -47,13 +48,23 @@ func (m *maker) make(ctx context.Context, target string, jobs int, onLine func(s
 		argv = append(argv, fmt.Sprintf("-j%d", jobs))
 	}
 	argv = append(argv, target)
-	if m.plan != nil {
-		argv = m.plan.wrap(argv)
-	}
 	fmt.Fprintf(m.log, "$ %s\n", strings.Join(argv, " "))
-	env := append(os.Environ(), "CCACHE_DIR="+m.b.layout.ccacheDir(), ccacheMode)
-	c := command{argv: argv, env: env, log: m.log, jail: []string{m.b.layout.root}, nice: m.b.nice}
+	ccache := m.b.layout.ccacheDir(m.b.spec.Name)
+	env := append(os.Environ(), "CCACHE_DIR="+ccache, ccacheMode, "HOME=/nonexistent")
+	c := command{argv: argv, env: env, log: m.log, jail: m.b.jail(m.src, m.work), nice: m.b.nice}
 	return runMake(ctx, c, target, m.logPath, onLine)
+}
+
+// jail is what the build's make sees of the cache: its source read-only,
+// its work dir and its own ccache writable (one spec's build cannot poison
+// another's objects or cache entries), at the base's paths for a variant
+// reusing its base's build.
+func (b *builder) jail(src, work string) []sandbox.Mount {
+	ms := sandbox.Writable(b.layout.ccacheDir(b.spec.Name))
+	if b.plan != nil {
+		return append(ms, sandbox.Mount{At: b.plan.SourceAt, From: src}, sandbox.Mount{At: b.plan.WorkAt, From: work, Write: true})
+	}
+	return append(ms, sandbox.Mount{At: src}, sandbox.Mount{At: work, Write: true})
 }
 
 // configure produces the final .config: base target, fragment merge,
@@ -64,7 +75,7 @@ func (m *maker) configure(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	dotconfig := filepath.Join(m.work, ".config")
-	data, err := sandbox.ReadBeneath(m.work, ".config")
+	data, err := readBuildFile(m.work, ".config")
 	if err != nil {
 		return nil, fmt.Errorf("failed to read .config: %w", err)
 	}
@@ -85,7 +96,7 @@ func (m *maker) configure(ctx context.Context) ([]byte, error) {
 	if err := m.make(ctx, "olddefconfig", 0, nil); err != nil {
 		return nil, err
 	}
-	final, err := sandbox.ReadBeneath(m.work, ".config")
+	final, err := readBuildFile(m.work, ".config")
 	if err != nil {
 		return nil, fmt.Errorf("failed to read .config: %w", err)
 	}
@@ -113,77 +124,4 @@ func (m *maker) compile(ctx context.Context) (int, error) {
 		m.b.report(counter.phase, counter.objects, line)
 	})
 	return counter.objects, err
-}
-
-// publish copies the build outputs into a temp dir and renames it to dir.
-func (b *builder) publish(dir, key, work string, final []byte, objects int) (*Artifact, error) {
-	if err := os.MkdirAll(b.layout.kernelsDir(), 0o755); err != nil {
-		return nil, fmt.Errorf("failed to create kernels dir: %w", err)
-	}
-	tmp, err := os.MkdirTemp(b.layout.kernelsDir(), ".tmp-")
-	if err != nil {
-		return nil, fmt.Errorf("failed to create temp dir: %w", err)
-	}
-	defer os.RemoveAll(tmp) // a no-op once renamed
-	// make wrote work sandboxed: no symlink out of it is followed.
-	image, err := sandbox.ReadBeneath(work, filepath.Join("arch", "x86", "boot", "bzImage"))
-	if err != nil {
-		return nil, fmt.Errorf("failed to read bzImage: %w", err)
-	}
-	info := BuildInfo{Spec: b.spec.Name, Key: key, Base: b.spec.Base.Tarball, BaseSHA256: b.in.tarSum,
-		Patches: append([]string{}, b.spec.Patches...), Compiler: b.in.compiler, CC: b.in.cc(),
-		Seconds: time.Since(b.start).Seconds(), Date: time.Now().UTC(), BzImageSize: int64(len(image)),
-		BzImageSHA256: sumBytes(image),
-		Objects:       objects}
-	notes := b.notes
-	if !b.in.ccache {
-		notes = append(notes, "ccache not found on PATH; built with CC=gcc")
-	}
-	info.Note = strings.Join(notes, "; ")
-	info.Unmet = b.unmet
-	info.Selftests = b.spec.Config.Selftests
-	info.Debug = b.spec.Config.Debug
-	if b.in.tree != nil {
-		info.Base, info.Source = b.in.tree.Dir, b.in.tree
-	}
-	if b.plan != nil {
-		info.Reuses = b.plan.Base
-	}
-	if b.marker != nil {
-		info.PatchResults = b.marker.Results
-	}
-	if err := writeSynced(filepath.Join(tmp, bzImageFile), image); err != nil {
-		return nil, fmt.Errorf("failed to write bzImage: %w", err)
-	}
-	if err := writeSynced(filepath.Join(tmp, configFile), final); err != nil {
-		return nil, fmt.Errorf("failed to write config: %w", err)
-	}
-	if err := writeJSON(filepath.Join(tmp, buildInfoFile), info); err != nil {
-		return nil, err
-	}
-	// What a userspace needs to see the built-in "modules" (modprobe of a
-	// built-in succeeds once depmod has read modules.builtin), and the
-	// vmlinux a PVH boot loads.
-	for dst, src := range map[string]string{BuiltinFile: "modules.builtin", BuiltinModinfoFile: "modules.builtin.modinfo",
-		ReleaseFile: "include/config/kernel.release", VmlinuxFile: "vmlinux"} {
-		if data, err := sandbox.ReadBeneath(work, src); err == nil {
-			if err := writeSynced(filepath.Join(tmp, dst), data); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return nil, fmt.Errorf("failed to chmod artifact: %w", err)
-	}
-	// Under the lock, an existing dir here lacks build.json: a leftover, not a hit.
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, fmt.Errorf("failed to remove stale artifact: %w", err)
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return nil, fmt.Errorf("failed to publish artifact: %w", err)
-	}
-	if err := SyncDir(b.layout.kernelsDir()); err != nil {
-		return nil, fmt.Errorf("failed to publish artifact: %w", err)
-	}
-	return newArtifact(dir, info), nil
 }

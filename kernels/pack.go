@@ -27,12 +27,14 @@ import (
 const (
 	// packManifestName is the archive's first entry.
 	packManifestName = "napilab-kernels.json"
-	// packFormat versions the archive layout.
-	packFormat = "napilab-kernels-1"
+	// packFormat versions the archive layout. 2: build.json records every
+	// artifact file's sha256 (Files), which unpack requires.
+	packFormat = "napilab-kernels-2"
 )
 
-// packedFiles are the artifact files an archive may hold; the first three must be there.
-var packedFiles = []string{bzImageFile, configFile, buildInfoFile, BuiltinFile, BuiltinModinfoFile, ReleaseFile, VmlinuxFile}
+// packedFiles are the artifact files an archive may hold: build.json and
+// what it records. The first three must be there.
+var packedFiles = append([]string{buildInfoFile}, artifactFiles...)
 
 // packManifest is the archive's table of contents.
 type packManifest struct {

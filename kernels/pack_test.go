@@ -24,9 +24,11 @@ func publishPackable(t *testing.T, spec *Spec, l layout, image string) *Artifact
 	config := "CONFIG_A=y\n# " + spec.Name + "\n"
 	key := in.key([]byte(config))
 	dir := filepath.Join(l.kernelsDir(), spec.Name+"-"+key[:16])
-	writeFiles(t, dir, map[string]string{bzImageFile: image, configFile: config, ReleaseFile: "6.1.0-fake\n"})
+	writeFiles(t, dir, map[string]string{bzImageFile: image, configFile: config, ReleaseFile: "6.1.0-fake\n",
+		VmlinuxFile: "ELF " + image})
 	info := BuildInfo{Spec: spec.Name, Key: key, BaseSHA256: in.tarSum, Compiler: in.compiler,
 		BzImageSize: int64(len(image)), BzImageSHA256: sumString(image), Debug: spec.Config.Debug}
+	recordFiles(t, dir, &info)
 	if err := writeJSON(filepath.Join(dir, buildInfoFile), info); err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +233,7 @@ func TestUnpackRefusesTamperedArchives(t *testing.T) {
 			editManifest(t, es, func(m *packManifest) { m.Kernels[0].Dir = "../x" })
 			return es
 		}},
-		{name: "bzImage swapped, manifest too", want: "does not match its build record", tamper: func(t *testing.T, es []tarEntry) []tarEntry {
+		{name: "bzImage swapped, manifest too", want: "bzImage: build.json says sha256", tamper: func(t *testing.T, es []tarEntry) []tarEntry {
 			i := find(t, es, "/"+bzImageFile)
 			es[i].data = []byte("MZ evil!")
 			es[i].hdr.Size = int64(len(es[i].data))

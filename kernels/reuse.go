@@ -11,13 +11,12 @@ package kernels
 //     dependency list of every .cmd file, the work dir in tools/objtool's,
 //     the generated Makefile and the source symlink. Building the copy from
 //     the variant's own source and work paths would change every command
-//     line and rebuild everything. So make runs in a private mount namespace
-//     (unshare --mount) where the variant's patched source is bind-mounted
-//     over the base's source path and the variant's work dir over the base's
-//     work dir: make sees exactly the paths of the base build, with the
-//     variant's files behind them. The mounts live only in that namespace,
-//     which dies with make; no other process ever sees them, and the base's
-//     own source and work dir are never written.
+//     line and rebuild everything. So make's jail (sandbox.Start) shows the
+//     variant's patched source at the base's source path and the variant's
+//     work dir at the base's work dir: make sees exactly the paths of the
+//     base build, with the variant's files behind them. The mounts live only
+//     in the jail, which dies with make; no other process ever sees them,
+//     and the base's own source and work dir are not in it.
 //   - Make decides by mtime. Right after the copy, each file the variant's
 //     patches touched gets the current time when its content differs from
 //     the base's source (so exactly those objects and their dependents
@@ -43,6 +42,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"napilab/kernels/sandbox"
 )
 
 // reuseStamp is the file in a variant's work dir that records its reusePlan.
@@ -52,11 +53,11 @@ const reuseStamp = ".napilab-reuse.json"
 type reusePlan struct {
 	// Base is the base spec's name.
 	Base string `json:"base"`
-	// Source is the variant's source tree, mounted over SourceAt.
+	// Source is the variant's source tree, shown at SourceAt.
 	Source string `json:"source"`
 	// SourceAt is the source path of the base's build.
 	SourceAt string `json:"source_at"`
-	// Work is the variant's work dir, mounted over WorkAt.
+	// Work is the variant's work dir, shown at WorkAt.
 	Work string `json:"work"`
 	// WorkAt is the base's work dir.
 	WorkAt string `json:"work_at"`
@@ -64,19 +65,6 @@ type reusePlan struct {
 	// rebuilt, the variant starts again from the new build instead of
 	// redoing the base's recompiles itself.
 	BaseBuild int64 `json:"base_build_ns"`
-}
-
-// nsScript does the two bind mounts inside the new mount namespace and
-// becomes the command that follows its four path arguments.
-const nsScript = `mount --bind "$1" "$2" && mount --bind "$3" "$4" && shift 4 && exec "$@"`
-
-// wrap returns argv run inside a private mount namespace with the plan's
-// bind mounts in place, in a user namespace whose root is the caller: make
-// runs unprivileged (as lab's user, or sandboxed: see sandbox.Start).
-func (p *reusePlan) wrap(argv []string) []string {
-	out := []string{"unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"}
-	out = append(out, "--", "sh", "-c", nsScript, "sh", p.Source, p.SourceAt, p.Work, p.WorkAt)
-	return append(out, argv...)
 }
 
 // planReuse decides whether the variant can start from its base's build,
@@ -129,27 +117,12 @@ func (b *builder) planReuse(ctx context.Context) (*reusePlan, string, error) {
 	if err != nil {
 		return nil, fmt.Sprintf("base %s: %v; full build", base.Name, err), nil
 	}
+	if !sandbox.Active() {
+		return nil, "a variant builds on its base's build only when lab runs as root (the jail shows it at the base's paths); full build", nil
+	}
 	plan := &reusePlan{Base: base.Name, SourceAt: baseSrc, Work: b.layout.workDir(b.spec.Name), WorkAt: baseWork,
 		BaseBuild: fi.ModTime().UnixNano()}
-	if err := probeNamespace(ctx, plan, []string{b.layout.root}); err != nil {
-		return nil, fmt.Sprintf("cannot bind-mount in a private mount namespace (%v); full build", err), nil
-	}
 	return plan, "", nil
-}
-
-// probeNamespace checks that the plan's namespace and bind mounts work in
-// make's sandbox (reaching jail), by mounting the base's paths over
-// themselves and running true.
-func probeNamespace(ctx context.Context, plan *reusePlan, jail []string) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	probe := *plan
-	probe.Source, probe.Work = plan.SourceAt, plan.WorkAt
-	out, err := run(ctx, command{argv: probe.wrap([]string{"true"}), jail: jail}, nil)
-	if err != nil {
-		return fmt.Errorf("%w: %s", err, strings.Join(out, " "))
-	}
-	return nil
 }
 
 // workBuilt reports whether a work dir holds a finished build.
@@ -220,48 +193,53 @@ func dropSeed(work string) error {
 // plan.Source: now when it differs from the same file in plan.SourceAt, the
 // base file's mtime when it does not. Files still hardlinked to the pristine
 // tree (more than one link) were not patched and are never touched, so the
-// pristine tree keeps its mtimes.
+// pristine tree keeps its mtimes. Nothing below plan.Source is followed
+// (the names come from a series).
 func touchChanged(plan *reusePlan, marker *patchedMarker, now time.Time) error {
 	if marker == nil {
 		return nil
 	}
+	src, err := sandbox.OpenDir(plan.Source)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
 	files := slices.Clone(marker.Files)
 	slices.Sort(files)
 	for _, rel := range slices.Compact(files) {
-		path := filepath.Join(plan.Source, rel)
-		var st unix.Stat_t
-		if err := unix.Lstat(path, &st); err != nil {
+		st, err := src.Lstat(rel)
+		if err != nil {
 			if errors.Is(err, unix.ENOENT) {
 				continue // deleted by a patch
 			}
-			return fmt.Errorf("failed to stat %s: %w", path, err)
+			return fmt.Errorf("failed to stat %s: %w", rel, err)
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
 			continue
 		}
 		mtime := now
-		basePath := filepath.Join(plan.SourceAt, rel)
-		if same, fi := sameFile(path, basePath); same {
+		if same, fi := sameFile(plan.Source, plan.SourceAt, rel); same {
 			mtime = fi.ModTime()
 		}
-		if err := os.Chtimes(path, mtime, mtime); err != nil {
-			return fmt.Errorf("failed to date %s: %w", path, err)
+		if err := src.Chtimes(rel, mtime); err != nil {
+			return fmt.Errorf("failed to date %s: %w", rel, err)
 		}
 	}
 	return nil
 }
 
-// sameFile reports whether two files have the same content, with b's info.
-func sameFile(a, b string) (bool, os.FileInfo) {
-	fi, err := os.Stat(b)
+// sameFile reports whether rel has the same content below folders a and
+// b, with b's info; neither read follows a symlink.
+func sameFile(a, b, rel string) (bool, os.FileInfo) {
+	fi, err := os.Lstat(filepath.Join(b, rel))
 	if err != nil || !fi.Mode().IsRegular() {
 		return false, nil
 	}
-	da, err := os.ReadFile(a)
+	da, err := sandbox.ReadBeneathMax(a, rel, fi.Size())
 	if err != nil || int64(len(da)) != fi.Size() {
 		return false, nil
 	}
-	db, err := os.ReadFile(b)
+	db, err := sandbox.ReadBeneathMax(b, rel, fi.Size())
 	if err != nil {
 		return false, nil
 	}

@@ -60,8 +60,8 @@ func TestMakeRunsSandboxed(t *testing.T) {
 // child holds the output open.
 func TestSelftestMakeKillsGroup(t *testing.T) {
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"bin/unshare": "#!/bin/sh\nsleep 30 & sleep 30; wait\n"})
-	os.Chmod(filepath.Join(dir, "bin", "unshare"), 0o755)
+	writeFiles(t, dir, map[string]string{"bin/make": "#!/bin/sh\nsleep 30 & sleep 30; wait\n"})
+	os.Chmod(filepath.Join(dir, "bin", "make"), 0o755)
 	for _, tool := range []string{"sh", "sleep"} {
 		if p, err := exec.LookPath(tool); err == nil {
 			os.Symlink(p, filepath.Join(dir, "bin", tool))
@@ -143,7 +143,46 @@ func TestSelftestTempReachable(t *testing.T) {
 	if err := sandbox.Own(out); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run(context.Background(), command{argv: []string{"touch", filepath.Join(out, "x")}, dir: "/", jail: []string{parent}}, nil); err != nil {
+	if _, err := run(context.Background(), command{argv: []string{"touch", filepath.Join(out, "x")}, dir: "/", jail: sandbox.Writable(out)}, nil); err != nil {
 		t.Fatalf("the sandboxed build cannot reach %s: %v", out, err)
+	}
+}
+
+// One spec's build cannot touch another's: a hostile make of spec "evil"
+// (same cache, same sandbox uid) finds neither the base's work dir nor its
+// ccache, and the base's next build is what it built before.
+func TestBuildJailHidesOtherSpecs(t *testing.T) {
+	if !sandbox.Active() {
+		t.Skip("the build sandbox applies only to root")
+	}
+	dir, base, l := fakeKbuildLab(t)
+	if _, err := Build(context.Background(), base, Options{CacheDir: l.root, Jobs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	baseObj := filepath.Join(l.workDir(base.Name), "a.o")
+	os.MkdirAll(l.ccacheDir(base.Name), 0o755)
+	sandbox.Own(l.ccacheDir(base.Name))
+	t.Setenv("BASE_OBJ", baseObj)
+	t.Setenv("BASE_CCACHE", l.ccacheDir(base.Name))
+	bin := filepath.Join(dir, "bin")
+	if err := os.Rename(filepath.Join(bin, "make"), filepath.Join(bin, "make.real")); err != nil {
+		t.Fatal(err)
+	}
+	hostile := "#!/bin/sh\necho 'int a = 666;' > \"$BASE_OBJ\" 2>/dev/null\ntouch \"$BASE_CCACHE/poison\" 2>/dev/null\nexec make.real \"$@\"\n"
+	writeFiles(t, bin, map[string]string{"make": hostile})
+	os.Chmod(filepath.Join(bin, "make"), 0o755)
+	writeFiles(t, dir, map[string]string{"evil.yaml": "name: evil\nbase:\n  tarball: src.tar.xz\nconfig:\n  fragments: [a.config]\n"})
+	evil, err := LoadSpec(filepath.Join(dir, "evil.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(context.Background(), evil, Options{CacheDir: l.root, Jobs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(baseObj); string(data) != "int a = 1;\n" {
+		t.Errorf("spec evil's make rewrote the base's object: %q", data)
+	}
+	if _, err := os.Stat(filepath.Join(l.ccacheDir(base.Name), "poison")); err == nil {
+		t.Error("spec evil's make wrote into the base's ccache")
 	}
 }

@@ -1,10 +1,17 @@
 package kernels
 
 import (
+	"context"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"napilab/kernels/sandbox"
 )
 
 // make-6.1-tls.log is real `make -k` output: Debian's 6.1.192 tls.c does not
@@ -106,4 +113,224 @@ func TestAddSourced(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(install, "net", "net_helper.sh")); err != nil {
 		t.Errorf("net_helper.sh not installed: %v", err)
 	}
+}
+
+// TestAddSourcedRefusesOutsideLinks plants, in the (patched) source, a
+// helper that links to a root-only file: it must not land in the install
+// (and the guest's image). The tree's own links are followed.
+func TestAddSourcedRefusesOutsideLinks(t *testing.T) {
+	for _, tc := range []struct {
+		name, link string
+		ok         bool
+	}{
+		{"in-tree link", "../forwarding/lib.sh", true},
+		{"absolute link out", "SECRET", false},
+		{"relative link out", "../../../../../../../../../../../../..SECRET", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, install, outside := t.TempDir(), t.TempDir(), t.TempDir()
+			secret := filepath.Join(outside, "shadow")
+			os.WriteFile(secret, []byte("root:secret\n"), 0o600)
+			sdir := filepath.Join(src, "tools", "testing", "selftests", "net")
+			os.MkdirAll(sdir, 0o755)
+			os.MkdirAll(filepath.Join(sdir, "..", "forwarding"), 0o755)
+			os.WriteFile(filepath.Join(sdir, "..", "forwarding", "lib.sh"), []byte("lib\n"), 0o644)
+			link := strings.Replace(tc.link, "SECRET", secret, 1)
+			if err := os.Symlink(link, filepath.Join(sdir, "net_helper.sh")); err != nil {
+				t.Fatal(err)
+			}
+			os.MkdirAll(filepath.Join(install, "net"), 0o755)
+			os.WriteFile(filepath.Join(install, "net", "udpgro.sh"), []byte("#!/bin/bash\nsource net_helper.sh\n"), 0o755)
+			sb := &selftestBuild{src: src, install: install, targets: "net"}
+			added, err := sb.addSourced()
+			data, _ := os.ReadFile(filepath.Join(install, "net", "net_helper.sh"))
+			if tc.ok {
+				if err != nil || len(added) != 1 || string(data) != "lib\n" {
+					t.Errorf("addSourced = %q, %v; installed %q, want the in-tree helper", added, err, data)
+				}
+				return
+			}
+			if err == nil || strings.Contains(string(data), "secret") {
+				t.Errorf("addSourced = %q, %v; installed %q, want the link refused", added, err, data)
+			}
+		})
+	}
+}
+
+// TestXdpDummyRefusesOutsideLink plants bpf_helpers.h in the source as a
+// link to a root-only file: lab must not copy it where the sandbox reads.
+func TestXdpDummyRefusesOutsideLink(t *testing.T) {
+	if err := checkTools("clang", "python3"); err != nil {
+		t.Skipf("xdpDummy needs %v", err)
+	}
+	src, tmp, outside := t.TempDir(), t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "shadow")
+	os.WriteFile(secret, []byte("root:secret\n"), 0o600)
+	writeFiles(t, src, map[string]string{"tools/testing/selftests/bpf/progs/xdp_dummy.c": "int x;\n"})
+	os.MkdirAll(filepath.Join(src, "tools", "lib", "bpf"), 0o755)
+	os.Symlink(secret, filepath.Join(src, "tools", "lib", "bpf", "bpf_helpers.h"))
+	sb := &selftestBuild{src: src, out: filepath.Join(tmp, "build"), install: filepath.Join(tmp, "install"), log: io.Discard}
+	writeFiles(t, sb.install, map[string]string{"net/veth.sh": "ip link set dev veth0 xdp object ../bpf/xdp_dummy.bpf.o\n"})
+	os.MkdirAll(filepath.Join(tmp, "xdp-include"), 0o755)
+	err := sb.xdpDummy(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "bpf_helpers.h") {
+		t.Errorf("xdpDummy = %v, want bpf_helpers.h refused", err)
+	}
+	filepath.WalkDir(tmp, func(p string, d fs.DirEntry, err error) error {
+		if data, _ := os.ReadFile(p); err == nil && !d.IsDir() && strings.Contains(string(data), "secret") {
+			t.Errorf("%s holds the root-only file", p)
+		}
+		return nil
+	})
+}
+
+func TestParseTestList(t *testing.T) {
+	real, err := os.ReadFile("testdata/selftests/kselftest-list-6.1-net.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests, err := parseTestList(real, []string{"net", "net/forwarding"})
+	if err != nil || len(tests) != 178 || tests[0] != "net:reuseport_bpf" || !slices.Contains(tests, "net/forwarding:router.sh") {
+		t.Errorf("parseTestList of 6.1's net list = %d tests, %v", len(tests), err)
+	}
+	for _, tc := range []struct{ name, line string }{
+		{"command substitution", "net:$(touch /tmp/x)"},
+		{"parent folder", "net:../x"},
+		{"sub folder", "net:a/b"},
+		{"not a target", "bpf:test_verifier"},
+		{"no collection", "veth.sh"},
+		{"empty test", "net:"},
+		{"control character", "net:veth\x1b[2J.sh"},
+		{"space", "net:veth.sh; reboot"},
+		{"leading dash", "net:-rf"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseTestList([]byte("net:veth.sh\n"+tc.line+"\n"), []string{"net", "net/forwarding"})
+			if err == nil || !strings.Contains(err.Error(), "kselftest-list.txt:2: bad test") {
+				t.Errorf("parseTestList(%q) = %v, want refused at line 2", tc.line, err)
+			}
+		})
+	}
+}
+
+// fakeInstall is a kselftest install as the sandboxed make leaves it
+// (owned by the sandbox's uid when lab runs as root).
+func fakeInstall(t *testing.T) *selftestBuild {
+	t.Helper()
+	tmp := t.TempDir()
+	sb := &selftestBuild{install: filepath.Join(tmp, "install"), targets: "net net/forwarding", logPath: filepath.Join(tmp, "log")}
+	writeFiles(t, sb.install, map[string]string{
+		"kselftest-list.txt":       "net:veth.sh\nnet/forwarding:router.sh\n",
+		"run_kselftest.sh":         "#!/bin/sh\n",
+		"net/veth.sh":              "#!/bin/bash\n",
+		"net/settings":             "timeout=90\n",
+		"net/forwarding/lib.sh":    "lib\n",
+		"net/forwarding/router.sh": "#!/bin/bash\n",
+	})
+	if err := sandbox.Own(sb.install); err != nil {
+		t.Fatal(err)
+	}
+	return sb
+}
+
+// TestPublishSelftestsPlantedLink plants selftests.json in the install as a
+// link to a file outside: lab's write (as root) must not go through it.
+func TestPublishSelftestsPlantedLink(t *testing.T) {
+	sb := fakeInstall(t)
+	victim := filepath.Join(t.TempDir(), "victim")
+	os.WriteFile(victim, []byte("host\n"), 0o644)
+	if err := os.Symlink(victim, filepath.Join(sb.install, selftestsFile)); err != nil {
+		t.Fatal(err)
+	}
+	s := &Selftests{Collections: []string{"net"}}
+	if err := sb.finish(s); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(filepath.Dir(sb.install), "net-v6")
+	if err := publishSelftests(s, sb.install, dir); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(victim); string(data) != "host\n" {
+		t.Errorf("the write went through the planted link: victim holds %q", data)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, selftestsFile)); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("%s = %v, %v; want a regular file", selftestsFile, fi, err)
+	}
+	got, err := loadSelftests(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Tests, []string{"net:veth.sh", "net/forwarding:router.sh"}) || got.Timeout("net") != 90*time.Second {
+		t.Errorf("loaded %+v, want the listed tests and net's timeout", got)
+	}
+	// The link was not in the manifest: it was replaced before sealing's record was written.
+	for _, e := range got.Files {
+		if e.Name == selftestsFile {
+			t.Errorf("the manifest lists %s", selftestsFile)
+		}
+	}
+}
+
+// TestLoadSelftestsDamaged changes a published install: each change is a
+// damaged cache entry, not a hit.
+func TestLoadSelftestsDamaged(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(dir string) error
+	}{
+		{"changed file", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "net", "veth.sh"), []byte("#!/bin/bash\nexit 0\n"), 0o555)
+		}},
+		{"added file", func(dir string) error { return os.WriteFile(filepath.Join(dir, "net", "extra.sh"), nil, 0o555) }},
+		{"removed file", func(dir string) error { return os.Remove(filepath.Join(dir, "net", "forwarding", "lib.sh")) }},
+		{"writable again", func(dir string) error { return os.Chmod(filepath.Join(dir, "net", "settings"), 0o666) }},
+		{"given to the sandbox", func(dir string) error { return sandbox.Own(filepath.Join(dir, "net")) }},
+		{"record without a manifest", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, selftestsFile), []byte(`{"tests":["net:veth.sh"]}`), 0o444)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "given to the sandbox" && !sandbox.Active() {
+				t.Skip("needs root")
+			}
+			sb := fakeInstall(t)
+			s := &Selftests{Collections: []string{"net"}}
+			if err := sb.finish(s); err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(filepath.Dir(sb.install), "net-v6")
+			if err := publishSelftests(s, sb.install, dir); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.damage(dir); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := loadSelftests(dir); err == nil {
+				t.Error("loadSelftests took a damaged install")
+			}
+		})
+	}
+}
+
+// FuzzParseTestList checks that every test parseTestList takes is safe as
+// a path below its collection and as a runner argument.
+func FuzzParseTestList(f *testing.F) {
+	if real, err := os.ReadFile("testdata/selftests/kselftest-list-6.1-net.txt"); err == nil {
+		f.Add(real)
+	}
+	f.Add([]byte("net:veth.sh\nnet:$(touch x)\n"))
+	f.Add([]byte("net/forwarding:../../x\n"))
+	f.Fuzz(func(t *testing.T, list []byte) {
+		tests, err := parseTestList(list, []string{"net", "net/forwarding"})
+		if err != nil {
+			return
+		}
+		for _, name := range tests {
+			coll, test, _ := strings.Cut(name, ":")
+			if (coll != "net" && coll != "net/forwarding") || test == "" || test == "." || test == ".." ||
+				strings.ContainsAny(test, "/ \t\n\r$`;&|<>()'\"\\*?[]{}~!#") || test[0] == '-' {
+				t.Errorf("parseTestList took %q", name)
+			}
+		}
+	})
 }

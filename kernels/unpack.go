@@ -5,9 +5,14 @@ package kernels
 // itself (so no symlink can be there), named as the manifest says; every
 // entry is checked against the manifest (name, type, size, sha256) before
 // it is written or kept; nothing reaches the cache until the whole archive
-// checked out. Then each artifact's build.json must agree with its dir
-// name, its key and its bzImage's sha256. Given specs, each kernel must also
-// be what those specs build on this machine: same input hash, same key.
+// checked out. Only regular files are written: no links, devices, dirs,
+// sparse files (any PAX record but path and times), no name twice, at most
+// maxPackedTotal bytes in all, and only when the cache's filesystem has
+// that much free. Then each artifact's build.json must agree with its dir
+// name, its key, the manifest and every file's sha256, and its
+// kernel.release must be a valid release (it becomes a path). Given specs,
+// each kernel must also be what those specs build on this machine: same
+// input hash, same key.
 //
 // What this does not prove: that the builder was honest. Without specs the
 // archive's own input hashes become index entries, so only unpack archives
@@ -29,14 +34,30 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 var (
 	// maxPackedFile bounds one file of an archive.
 	maxPackedFile int64 = 1 << 30
+	// maxPackedTotal bounds all files of an archive: 32 debug kernels
+	// (bzImage ~10 MB, vmlinux a few 100 MB) fit.
+	maxPackedTotal int64 = 8 << 30
 	// maxPackedKernels bounds the kernels of an archive.
 	maxPackedKernels = 32
+	// freeSpace returns the bytes free to lab in dir's filesystem.
+	freeSpace = statfsFree
 )
+
+// maxPackedSize bounds the small files of an archive more tightly.
+var maxPackedSize = map[string]int64{buildInfoFile: maxManifest, ReleaseFile: maxRelease + 1}
+
+// allowedPAX are the PAX records an entry may carry: Pack's (times, and a
+// long path). Go's reader turns a GNU sparse file (GNU.sparse.* records)
+// into a regular file of its expanded size, so those, like xattrs, link
+// names and owners, are refused.
+var allowedPAX = map[string]bool{"path": true, "mtime": true, "atime": true, "ctime": true}
 
 // maxManifest bounds the manifest.
 const maxManifest = 1 << 20
@@ -110,6 +131,9 @@ func readPack(r io.Reader, tmp string) (*packManifest, error) {
 	if hdr.Name != packManifestName || hdr.Typeflag != tar.TypeReg || hdr.Size > maxManifest {
 		return nil, fmt.Errorf("not a kernel archive: first entry %q, want the %s manifest (at most %d bytes)", hdr.Name, packManifestName, maxManifest)
 	}
+	if err := checkPAX(hdr); err != nil {
+		return nil, err
+	}
 	data, err := io.ReadAll(tr)
 	if err != nil {
 		return nil, fmt.Errorf("failed to read %s: %w", packManifestName, err)
@@ -123,6 +147,9 @@ func readPack(r io.Reader, tmp string) (*packManifest, error) {
 	want, err := m.files()
 	if err != nil {
 		return nil, fmt.Errorf("bad %s: %w", packManifestName, err)
+	}
+	if err := checkRoom(tmp, want); err != nil {
+		return nil, err
 	}
 	got := map[string]bool{}
 	for {
@@ -183,6 +210,8 @@ func (m *packManifest) files() (map[string]packedFile, error) {
 				return nil, fmt.Errorf("%s: bad sha256 %q", p, f.SHA256)
 			case f.Size < 0 || f.Size > maxPackedFile:
 				return nil, fmt.Errorf("%s: %d bytes, over the %d-byte limit", p, f.Size, maxPackedFile)
+			case maxPackedSize[f.Name] > 0 && f.Size > maxPackedSize[f.Name]:
+				return nil, fmt.Errorf("%s: %d bytes, over the %d-byte limit", p, f.Size, maxPackedSize[f.Name])
 			}
 			if _, dup := want[p]; dup {
 				return nil, fmt.Errorf("%s listed twice", p)
@@ -205,6 +234,9 @@ func checkEntry(hdr *tar.Header, want map[string]packedFile, got map[string]bool
 	if hdr.Typeflag != tar.TypeReg {
 		return packedFile{}, fmt.Errorf("entry %q is a %s, want a regular file", name, typeName(hdr.Typeflag))
 	}
+	if err := checkPAX(hdr); err != nil {
+		return packedFile{}, err
+	}
 	if path.IsAbs(name) || path.Clean(name) != name || slices.Contains(strings.Split(name, "/"), "..") {
 		return packedFile{}, fmt.Errorf("entry %q: not a plain relative path", name)
 	}
@@ -220,6 +252,62 @@ func checkEntry(hdr *tar.Header, want map[string]packedFile, got map[string]bool
 		return f, fmt.Errorf("entry %q: %d bytes, the manifest says %d", name, hdr.Size, f.Size)
 	}
 	return f, nil
+}
+
+// checkPAX refuses an entry with a PAX record Pack does not write.
+func checkPAX(hdr *tar.Header) error {
+	var bad []string
+	for k := range hdr.PAXRecords {
+		if !allowedPAX[k] {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return fmt.Errorf("entry %q has PAX records %s: sparse files, links and extended attributes are refused", hdr.Name, strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// checkRoom refuses an archive whose files total more than maxPackedTotal
+// or more than dir's filesystem has free, before anything is written.
+func checkRoom(dir string, want map[string]packedFile) error {
+	var total int64
+	for _, f := range want {
+		total += f.Size // each at most maxPackedFile, at most 32*7 of them: no overflow
+	}
+	if total > maxPackedTotal {
+		return fmt.Errorf("its files total %s, over the %s limit", sizeString(total), sizeString(maxPackedTotal))
+	}
+	free, err := freeSpace(dir)
+	if err != nil {
+		return fmt.Errorf("failed to check free space in %s: %w", dir, err)
+	}
+	if uint64(total) > free {
+		return fmt.Errorf("not enough space to unpack the kernel archive: it needs %s in %s, which has %s free", sizeString(total), filepath.Dir(dir), sizeString(int64(min(free, 1<<62))))
+	}
+	return nil
+}
+
+// statfsFree returns the bytes an unprivileged user may still write in
+// dir's filesystem (lab keeps root's reserve for the host).
+func statfsFree(dir string) (uint64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return st.Bavail * uint64(st.Bsize), nil
+}
+
+// sizeString formats a byte count for messages.
+func sizeString(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // typeName names a tar entry type for errors.
@@ -264,8 +352,8 @@ func writeEntry(r io.Reader, tmp, name string, f packedFile) error {
 	return out.Close()
 }
 
-// checkUnpacked loads an unpacked artifact and checks its build record
-// against the manifest and its bzImage.
+// checkUnpacked loads an unpacked artifact (which checks its release) and
+// checks its build record against the manifest and every file's sha256.
 func checkUnpacked(dir string, k packedKernel) (*Artifact, error) {
 	a, err := loadArtifact(dir)
 	if err != nil {
@@ -274,8 +362,27 @@ func checkUnpacked(dir string, k packedKernel) (*Artifact, error) {
 	if a.Key != k.Key || a.Info.Spec != k.Spec {
 		return nil, fmt.Errorf("kernel %s: build.json says spec %q key %.16s, the manifest spec %q key %.16s", k.Spec, a.Info.Spec, a.Key, k.Spec, k.Key)
 	}
-	if a.Info.BzImageSHA256 == "" {
-		return nil, fmt.Errorf("kernel %s: build.json records no bzImage sha256", k.Spec)
+	if a.Info.Files == nil {
+		return nil, fmt.Errorf("kernel %s: %w", k.Spec, errOldRecord)
+	}
+	listed := map[string]bool{}
+	for _, f := range k.Files {
+		if f.Name == buildInfoFile {
+			continue
+		}
+		listed[f.Name] = true
+		rec, ok := a.Info.Files[f.Name]
+		if !ok {
+			return nil, fmt.Errorf("kernel %s: %s is in the manifest but not in build.json", k.Spec, f.Name)
+		}
+		if rec != (FileSum{Size: f.Size, SHA256: f.SHA256}) {
+			return nil, fmt.Errorf("kernel %s: %s: build.json says sha256 %.12s (%d bytes), the manifest %.12s (%d bytes)", k.Spec, f.Name, rec.SHA256, rec.Size, f.SHA256, f.Size)
+		}
+	}
+	for name := range a.Info.Files {
+		if !listed[name] {
+			return nil, fmt.Errorf("kernel %s: build.json records %s, which the manifest does not list", k.Spec, name)
+		}
 	}
 	if err := a.checkSum(); err != nil {
 		return nil, fmt.Errorf("kernel %s: %w", k.Spec, err)

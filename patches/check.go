@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -193,12 +194,19 @@ func applyAll(ctx context.Context, s *Series, dir string) ([]Result, error) {
 // if not, a dry run of the reverse tells an already present patch from a conflict.
 func applyOne(ctx context.Context, dir string, p Patch) (Result, error) {
 	r := Result{Patch: p}
+	files, err := p.Files()
+	if err != nil {
+		return r, err
+	}
 	out, code, err := patch(ctx, dir, p, "--dry-run")
 	if err != nil {
 		return r, err
 	}
 	o := parseOutput(out, p.Strip)
-	r.Detail, r.Files, r.Hunks, r.Missing, r.Reversed = out, o.files, o.hunks, o.missing, o.reversed
+	if err := checkOutputFiles(o.files, files, out); err != nil {
+		return r, err
+	}
+	r.Detail, r.Files, r.Hunks, r.Missing, r.Reversed = out, files, o.hunks, o.missing, o.reversed
 	switch {
 	case code == 0:
 		r.State = Applies
@@ -214,6 +222,9 @@ func applyOne(ctx context.Context, dir string, p Patch) (Result, error) {
 		if code != 0 {
 			return r, fmt.Errorf("patch applied in a dry run but failed for real (exit code %d):\n%s", code, out)
 		}
+		if err := checkOutputFiles(parseOutput(out, p.Strip).files, files, out); err != nil {
+			return r, err
+		}
 	case o.trouble != "":
 		r.State, r.Reason = Malformed, o.trouble
 	default:
@@ -227,6 +238,18 @@ func applyOne(ctx context.Context, dir string, p Patch) (Result, error) {
 		}
 	}
 	return r, nil
+}
+
+// checkOutputFiles makes sure every file GNU patch says it patched is one
+// the diff names (Patch.Files): patch's output is never used as a path, but
+// a name there that the diff does not give means the two readings differ.
+func checkOutputFiles(reported, files []string, out string) error {
+	for _, f := range reported {
+		if !slices.Contains(files, f) {
+			return fmt.Errorf("GNU patch reports patching %q, which is not a file name the diff gives (%q):\n%s", f, files, out)
+		}
+	}
+	return nil
 }
 
 // patch runs GNU patch on dir with p on stdin. --forward keeps --batch from

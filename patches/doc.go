@@ -23,4 +23,10 @@
 // and renames it into place, so the pristine inodes stay untouched; a test
 // holds that to account. Apply publishes its result with a rename, so the
 // destination either holds the fully patched tree or does not exist.
+//
+// A series is hostile input: the file names it applies are read from the
+// diff as GNU patch reads them (Patch.Files), never from patch's output,
+// and checked when the series is loaded: relative, clean, no .. component,
+// no control characters, no C-quoted names and no git mode that makes a
+// symlink. GNU patch itself runs in the build sandbox.
 package patches

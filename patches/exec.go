@@ -60,7 +60,7 @@ func start(cmd *exec.Cmd, dir string, jailed bool) error {
 	if !jailed {
 		return procgroup.Run(cmd)
 	}
-	wait, err := sandbox.Start(cmd, []string{dir})
+	wait, err := sandbox.Start(cmd, sandbox.Writable(dir))
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func Load(path string) (*Series, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newSeries(seriesName(path), path, format, ps), nil
+	return newSeries(seriesName(path), path, format, ps)
 }
 
 // LoadAll loads each path and concatenates the series in order: a list of
@@ -108,7 +108,7 @@ func loadQuilt(dir, seriesPath string) (*Series, error) {
 	if len(ps) == 0 {
 		return nil, fmt.Errorf("%s: the series file lists no patches", seriesPath)
 	}
-	return newSeries(filepath.Base(filepath.Clean(dir)), dir, FormatQuilt, ps), nil
+	return newSeries(filepath.Base(filepath.Clean(dir)), dir, FormatQuilt, ps)
 }
 
 // loadFolder reads a folder of git format-patch files in name order.
@@ -148,7 +148,7 @@ func loadFolder(dir string) (*Series, error) {
 	if len(ps) == 0 {
 		return nil, fmt.Errorf("%s: no patches: want a quilt %q file or git format-patch files (*.patch, *.diff)", dir, seriesFile)
 	}
-	return newSeries(filepath.Base(filepath.Clean(dir)), dir, FormatFolder, ps), nil
+	return newSeries(filepath.Base(filepath.Clean(dir)), dir, FormatFolder, ps)
 }
 
 // errCoverLetter marks a file that holds only a 0/m cover letter.
@@ -190,15 +190,20 @@ func readPatchFile(file string) ([]byte, error) {
 	return out, nil
 }
 
-// newSeries numbers the patches and fills in the default strip level.
-func newSeries(name, path string, format Format, ps []Patch) *Series {
+// newSeries numbers the patches, fills in the default strip level and
+// checks the file names each patch gives (Patch.Files): a series that
+// names a file lab must not write is refused when it is loaded.
+func newSeries(name, path string, format Format, ps []Patch) (*Series, error) {
 	for i := range ps {
 		ps[i].Index = i + 1
 		if ps[i].Strip == 0 && format != FormatQuilt {
 			ps[i].Strip = 1
 		}
+		if _, err := ps[i].Files(); err != nil {
+			return nil, fmt.Errorf("failed to load patch series: %w", err)
+		}
 	}
-	return &Series{Name: name, Path: path, Format: format, Patches: ps}
+	return &Series{Name: name, Path: path, Format: format, Patches: ps}, nil
 }
 
 // seriesName is a file's name without patch-ish extensions.

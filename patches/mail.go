@@ -28,8 +28,9 @@ var (
 	headerStartRe = regexp.MustCompile(`(?i)^(from|subject|date|message-id|author):[ \t]`)
 )
 
-// parseMail parses one mail of an mbox: headers, decoded body, in-body headers.
-func parseMail(file string, raw []byte) (mail, error) {
+// parseMail parses one mail of an mbox, which starts at line start of
+// file: headers, decoded body, in-body headers.
+func parseMail(file string, raw []byte, start int) (mail, error) {
 	_, rest, _ := bytes.Cut(raw, []byte("\n")) // the "From " separator
 	msg, err := netmail.ReadMessage(bytes.NewReader(unescapeMboxrd(rest)))
 	if err != nil {
@@ -41,7 +42,7 @@ func parseMail(file string, raw []byte) (mail, error) {
 	}
 	var m mail
 	m.patch = Patch{File: file, Diff: body, Date: msg.Header.Get("Date"),
-		Author: decodeAddress(msg.Header.Get("From"))}
+		Author: decodeAddress(msg.Header.Get("From")), bodyLine: bodyLine(raw, msg.Header, start)}
 	subject := decodeWords(msg.Header.Get("Subject"))
 	text := applyInBody(&m.patch, &subject, string(body))
 	m.patch.Subject, m.n, m.m, m.version, m.numbered, m.reply = parseSubject(subject)
@@ -50,10 +51,32 @@ func parseMail(file string, raw []byte) (mail, error) {
 	return m, nil
 }
 
+// bodyLine is the line of the file where the body of the mail raw (at
+// line start) begins, or -1 when the body is encoded and its lines are not
+// the file's.
+func bodyLine(raw []byte, h netmail.Header, start int) int {
+	switch strings.ToLower(strings.TrimSpace(h.Get("Content-Transfer-Encoding"))) {
+	case "", "7bit", "8bit", "binary":
+	default:
+		return -1
+	}
+	if mt, _, err := mime.ParseMediaType(h.Get("Content-Type")); err == nil && strings.HasPrefix(mt, "multipart/") {
+		return -1
+	}
+	for line := start; len(raw) > 0; line++ { // line start is the "From " separator
+		l, rest, _ := bytes.Cut(raw, []byte("\n"))
+		if line > start && len(bytes.TrimRight(l, "\r")) == 0 {
+			return line + 1
+		}
+		raw = rest
+	}
+	return -1
+}
+
 // parsePlain parses a patch file without an mbox separator: a quilt patch with
 // or without mail-style headers, or a bare diff. The whole file is the diff.
 func parsePlain(file string, data []byte) (Patch, error) {
-	p := Patch{File: file, Diff: data}
+	p := Patch{File: file, Diff: data, bodyLine: 1}
 	text := string(data)
 	var subject string
 	numbered, n := false, 0

@@ -54,9 +54,10 @@ func splitMbox(data []byte) [][]byte {
 // patchesFromMails keeps the patch mails of an mbox, newest version only, ordered by n.
 func patchesFromMails(file string, raws [][]byte) ([]Patch, error) {
 	var keep []mail
-	covers := 0
+	covers, start := 0, 1
 	for i, raw := range raws {
-		m, err := parseMail(file, raw)
+		m, err := parseMail(file, raw, start)
+		start += bytes.Count(raw, []byte("\n"))
 		if err != nil {
 			return nil, fmt.Errorf("%s: mail %d: %w", file, i+1, err)
 		}

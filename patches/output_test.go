@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -64,13 +65,23 @@ func FuzzLoadFile(f *testing.F) {
 	})
 }
 
-// FuzzParseOutput checks that no patch output makes the parser panic.
+// FuzzParseOutput checks that no patch output makes the parser panic, and
+// that a file name it reads never spans lines.
 func FuzzParseOutput(f *testing.F) {
 	f.Add("checking file a\nHunk #1 succeeded at 3 with fuzz 1 (offset 2 lines).\n")
 	f.Add("can't find file to patch at input line 3\n|--- a/x\n|+++ b/x\nNo file to patch.  Skipping patch.\n")
+	// What patch printed for the quoted name of testdata/hostile/inject-delete.
+	f.Add("patching symbolic link evil\npatching file 'x\npatching file evil/secret.txt\n'\n")
+	f.Add("Hunk #99999999999999999999 FAILED at 99999999999999999999 with fuzz 99999999999999999999 (offset -99999999999999999999 lines)\n")
+	f.Add("patching file 'it'\\''s'\nReversed (or previously applied) patch detected!  Skipping patch.\npatch: **** malformed patch at line 7: @@\n")
 	f.Fuzz(func(t *testing.T, out string) {
 		for strip := 0; strip < 3; strip++ {
-			_ = parseOutput(out, strip)
+			o := parseOutput(out, strip)
+			for _, name := range append(o.files, o.missing...) {
+				if strings.Contains(name, "\n") {
+					t.Fatalf("file name %q spans lines", name)
+				}
+			}
 		}
 	})
 }

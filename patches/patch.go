@@ -26,6 +26,10 @@ type Patch struct {
 	Strip int
 	// Diff is the text fed to GNU patch: the diff, with the commit message in front.
 	Diff []byte
+
+	// bodyLine is the line of File where Diff starts; -1 when Diff is a
+	// decoded mail body whose lines are not File's, 0 when unknown.
+	bodyLine int
 }
 
 // Format says how a series was stored.

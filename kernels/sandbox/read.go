@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,33 +11,116 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ReadBeneath reads the regular file rel below dir, which a sandboxed
-// command could write, without following a symlink or leaving dir: lab,
-// as root, must not copy out /etc/shadow planted as work/.../bzImage.
+// DefaultReadMax is ReadBeneath's cap: the largest file lab copies out of a
+// build (a vmlinux; kernel archives cap each file the same).
+const DefaultReadMax = 1 << 30
+
+// ReadBeneath is ReadBeneathMax with DefaultReadMax. Prefer ReadBeneathMax
+// with a cap suited to the file.
 func ReadBeneath(dir, rel string) ([]byte, error) {
-	d, err := os.Open(dir)
+	return ReadBeneathMax(dir, rel, DefaultReadMax)
+}
+
+// ReadBeneathMax reads the regular file rel below dir, which a sandboxed
+// command could write, without following a symlink or leaving dir: lab,
+// as root, must not copy out /etc/shadow planted as work/.../bzImage. A
+// FIFO or device is refused without blocking, a file over max bytes too.
+func ReadBeneathMax(dir, rel string, max int64) ([]byte, error) {
+	return readBeneath(dir, rel, max, beneath)
+}
+
+// ReadWithin reads the regular file rel below dir as ReadBeneathMax does,
+// but follows symlinks that stay below dir: for the source tree, whose own
+// links (tools/testing/selftests/drivers/net/dsa/lib.sh) point inside it.
+func ReadWithin(dir, rel string, max int64) ([]byte, error) {
+	return readBeneath(dir, rel, max, unix.RESOLVE_BENEATH|unix.RESOLVE_NO_MAGICLINKS)
+}
+
+func readBeneath(dir, rel string, max int64, resolve uint64) ([]byte, error) {
+	f, err := openFile(dir, rel, resolve)
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
-	fd, err := unix.Openat2(int(d.Fd()), rel, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOCTTY, Resolve: beneath})
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: dir + "/" + rel, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), dir+"/"+rel)
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", f.Name())
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s is %d bytes, over the %d a lab reads", f.Name(), fi.Size(), max)
 	}
-	return io.ReadAll(f)
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max { // it grew while read
+		return nil, fmt.Errorf("%s is over the %d bytes a lab reads", f.Name(), max)
+	}
+	return data, nil
+}
+
+// openFile opens the regular file rel below dir for reading. O_NONBLOCK
+// makes opening a FIFO return at once (a regular file ignores it); fstat
+// then refuses anything but a regular file.
+func openFile(dir, rel string, resolve uint64) (*os.File, error) {
+	d, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(d)
+	name := filepath.Join(dir, rel)
+	fd, err := unix.Openat2(d, rel, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOCTTY | unix.O_NONBLOCK, Resolve: resolve})
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), name)
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file (%s)", name, fi.Mode().Type())
+	}
+	return f, nil
 }
 
 // beneath resolves below a folder without following any symlink.
 const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+
+// MkdirBeneath creates the folder rel below dir and the folders on its way
+// (those there already are kept) without following a symlink or leaving dir.
+func MkdirBeneath(dir, rel string, perm os.FileMode) error {
+	fd, err := mkdirBeneath(dir, strings.Split(filepath.Clean(rel), "/"), perm)
+	if err != nil {
+		return err
+	}
+	return unix.Close(fd)
+}
+
+// mkdirBeneath creates the folders parts below dir and returns an O_PATH fd
+// of the last (of dir itself when parts is empty).
+func mkdirBeneath(dir string, parts []string, perm os.FileMode) (int, error) {
+	pfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	name := filepath.Join(append([]string{dir}, parts...)...)
+	for _, part := range parts {
+		if err := unix.Mkdirat(pfd, part, uint32(perm.Perm())); err != nil && err != unix.EEXIST {
+			unix.Close(pfd)
+			return -1, &os.PathError{Op: "mkdir", Path: name, Err: err}
+		}
+		fd, err := unix.Openat2(pfd, part, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: beneath})
+		unix.Close(pfd)
+		if err != nil {
+			return -1, &os.PathError{Op: "open", Path: name, Err: err}
+		}
+		pfd = fd
+	}
+	return pfd, nil
+}
 
 // CreateBeneath creates the file rel below dir anew (replacing one there),
 // and the folders on its way, without following a symlink or leaving dir: what a
@@ -44,27 +128,15 @@ const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_N
 // write elsewhere.
 func CreateBeneath(dir, rel string, perm os.FileMode) (*os.File, error) {
 	name := filepath.Join(dir, rel)
-	pfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
-	}
 	parts := strings.Split(filepath.Clean(rel), "/")
-	for _, part := range parts[:len(parts)-1] {
-		if err := unix.Mkdirat(pfd, part, 0o755); err != nil && err != unix.EEXIST {
-			unix.Close(pfd)
-			return nil, &os.PathError{Op: "mkdir", Path: name, Err: err}
-		}
-		fd, err := unix.Openat2(pfd, part, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: beneath})
-		unix.Close(pfd)
-		if err != nil {
-			return nil, &os.PathError{Op: "open", Path: name, Err: err}
-		}
-		pfd = fd
+	pfd, err := mkdirBeneath(dir, parts[:len(parts)-1], 0o755)
+	if err != nil {
+		return nil, err
 	}
 	defer unix.Close(pfd)
 	// A new file: neither an old one's mode nor a link to another file.
 	base := parts[len(parts)-1]
-	if err := unix.Unlinkat(pfd, base, 0); err != nil && err != unix.ENOENT {
+	if err := unix.Unlinkat(pfd, base, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return nil, &os.PathError{Op: "remove", Path: name, Err: err}
 	}
 	fd, err := unix.Openat2(pfd, base, &unix.OpenHow{Flags: unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_CLOEXEC,

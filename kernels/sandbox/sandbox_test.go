@@ -1,10 +1,10 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,92 +27,175 @@ func owner(t *testing.T, path string) uint32 {
 	return st.Uid
 }
 
-// A command started as root runs as UID without network, reaches a folder
-// below root's 0700 t.TempDir, writes where UID owns the folder and cannot
-// write a root-owned file next to it.
-func TestStartSandboxesCommand(t *testing.T) {
+// A command started as root runs as UID in a jail: no network, no /proc,
+// its own pid 1, a private /tmp, the system's programs read-only, and of
+// the host's folders only the mounts it was given: it writes where UID owns
+// a writable mount, not into a read-only one, and does not see the rest.
+func TestStartJailsCommand(t *testing.T) {
 	requireRoot(t)
 	dir := t.TempDir() // 0700, like /root above the cache
 	victim := filepath.Join(dir, "victim")
 	if err := os.WriteFile(victim, []byte("root's\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	own := filepath.Join(dir, "own")
-	if err := os.Mkdir(own, 0o755); err != nil {
-		t.Fatal(err)
+	own, ro, hidden := filepath.Join(dir, "own"), filepath.Join(dir, "ro"), filepath.Join(dir, "hidden")
+	for _, d := range []string{own, ro, hidden} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := Own(d); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := Own(own); err != nil {
-		t.Fatal(err)
-	}
-	script := `id -u; id -G; grep -c : /proc/net/dev; echo $$; echo pwned >> "$0" || echo denied; echo built > "$1/out"`
-	cmd := exec.Command("sh", "-c", script, victim, own)
+	hostTmp := filepath.Join(os.TempDir(), "napilab-jail-test-"+filepath.Base(dir))
+	t.Cleanup(func() { os.Remove(hostTmp) })
+	script := `id -u; id -G; ip -o link | wc -l; echo $$; ls /proc | wc -l; ` +
+		`{ cat "$0" || echo pwned >> "$0"; } 2>/dev/null || echo victim-hidden; ` +
+		`ls "$3" 2>/dev/null || echo other-hidden; ` +
+		`{ echo x > "$2/out"; } 2>/dev/null || echo ro-denied; ` +
+		`{ echo x > /usr/napilab-test; } 2>/dev/null || echo usr-denied; ` +
+		`echo x > "$4" && echo tmp-ok; echo built > "$1/out"`
+	cmd := exec.Command("sh", "-c", script, victim, own, ro, hidden, hostTmp)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
-	wait, err := Start(cmd, []string{dir})
+	wait, err := Start(cmd, append(Writable(own), ReadOnly(ro)...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := wait(); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
-	lines := strings.Split(out.String(), "\n")
-	// uid, groups, one interface (lo), pid 1 of its own namespace (the
-	// host's init, pid 1 outside, is not its to signal), the refused write
-	if len(lines) < 5 || lines[0] != "65534" || lines[1] != "65534" || lines[2] != "1" || lines[3] != "1" ||
-		!strings.Contains(out.String(), "denied") {
-		t.Errorf("sandboxed output = %q, want uid and groups 65534, only lo, pid 1, the write denied", out.String())
+	want := "65534\n65534\n1\n1\n0\nvictim-hidden\nother-hidden\nro-denied\nusr-denied\ntmp-ok\n"
+	if out.String() != want {
+		t.Errorf("jailed output = %q, want %q (uid and groups 65534, only lo, pid 1, no /proc, "+
+			"nothing but its mounts, read-only where asked, a private /tmp)", out.String(), want)
 	}
 	if data, _ := os.ReadFile(victim); string(data) != "root's\n" {
 		t.Errorf("root-owned file = %q, want it untouched", data)
 	}
+	if _, err := os.Stat(hostTmp); err == nil {
+		t.Errorf("the jail's /tmp is the host's: %s was written", hostTmp)
+	}
+	if _, err := os.Stat(filepath.Join(ro, "out")); err == nil {
+		t.Error("the jail wrote into a read-only mount")
+	}
 	if got := owner(t, filepath.Join(own, "out")); got != UID {
 		t.Errorf("file written by the sandbox is owned by %d, want %d", got, UID)
 	}
-	if mounts, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mounts), dir) {
-		t.Error("the covering mounts leaked into lab's mount namespace")
+	if mounts, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mounts), dir) ||
+		strings.Contains(string(mounts), jailRoot) {
+		t.Error("the jail's mounts leaked into lab's mount namespace")
 	}
 }
 
-func TestCoverFor(t *testing.T) {
+// A mount may show a host folder at another path (a variant's build at its
+// base's paths) or as an overlay whose writes land in an upper folder.
+func TestStartMountsElsewhereAndOverlay(t *testing.T) {
 	requireRoot(t)
 	dir := t.TempDir()
-	for _, d := range []struct {
-		path string
-		mode os.FileMode
-	}{{"open", 0o755}, {"open/shut", 0o700}, {"open/shut/in", 0o755}, {"shut2", 0o700}} {
-		p, mode := filepath.Join(dir, d.path), d.mode
-		if err := os.Mkdir(p, mode); err != nil {
+	src, at, lower, upper, work := filepath.Join(dir, "src"), filepath.Join(dir, "at"), filepath.Join(dir, "lower"),
+		filepath.Join(dir, "upper"), filepath.Join(dir, "work")
+	for _, d := range []string{src, lower, upper, work} {
+		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		os.Chmod(p, mode) // past the umask
 	}
-	if err := os.Chmod(dir, 0o755); err != nil {
+	os.WriteFile(filepath.Join(src, "f"), []byte("variant\n"), 0o644)
+	os.WriteFile(filepath.Join(lower, "g"), []byte("pristine\n"), 0o644)
+	for _, d := range []string{upper, work} {
+		if err := Own(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chown(lower, UID, GID) // the merged folder is the upper's; writes need it owned
+	cmd := exec.Command("sh", "-c", `cat "$0/f"; cat "$1/g"; echo new > "$1/new"`, at, lower)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	wait, err := Start(cmd, []Mount{{At: at, From: src}, {At: lower, Upper: upper, Work: work}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(filepath.Dir(dir), 0o755)
-	t.Cleanup(func() { os.Chmod(filepath.Dir(dir), 0o700) })
+	if err := wait(); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if out.String() != "variant\npristine\n" {
+		t.Errorf("output = %q", out.String())
+	}
+	if _, err := os.Stat(filepath.Join(lower, "new")); err == nil {
+		t.Error("the overlay wrote into its lower folder")
+	}
+	if data, _ := os.ReadFile(filepath.Join(upper, "new")); string(data) != "new\n" {
+		t.Errorf("upper/new = %q, want the overlay's write", data)
+	}
+	if _, err := os.Stat(at); err == nil {
+		t.Errorf("the mount point %s was made on the host", at)
+	}
+}
+
+func TestCheckMounts(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		dirs []string
-		want []string
+		name   string
+		mounts []Mount
+		ok     bool
 	}{
-		{"searchable", []string{"open"}, nil},
-		{"below a shut folder", []string{"open/shut/in"}, []string{"open/shut"}},
-		{"the shut folder itself", []string{"open/shut"}, nil},
-		{"two, outermost once", []string{"shut2/x", "open/shut/in", "open/shut/in/y"}, []string{"open/shut", "shut2"}},
+		{"plain", Writable("/cache/work/a", "/cache/ccache/a"), true},
+		{"relative", Writable("cache/work"), false},
+		{"unclean", Writable("/cache/../etc"), false},
+		{"nested", Writable("/cache", "/cache/work"), false},
+		{"root", Writable("/"), false},
+		{"over the system", ReadOnly("/usr/src"), false},
+		{"overlay options", []Mount{{At: "/a,upperdir=/etc", Upper: "/u", Work: "/w"}}, false},
+		{"overlay half", []Mount{{At: "/a", Upper: "/u"}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var dirs, want []string
-			for _, d := range tc.dirs {
-				dirs = append(dirs, filepath.Join(dir, d))
-			}
-			for _, d := range tc.want {
-				want = append(want, filepath.Join(dir, d))
-			}
-			if got := coverFor(dirs); !reflect.DeepEqual(got, want) {
-				t.Errorf("coverFor(%q) = %q, want %q", tc.dirs, got, want)
+			if err := checkMounts(tc.mounts); (err == nil) != tc.ok {
+				t.Errorf("checkMounts(%+v) = %v, want ok %v", tc.mounts, err, tc.ok)
 			}
 		})
+	}
+}
+
+// Own walks by folder descriptors: a folder swapped for a symlink to a
+// host folder while it walks (the sandbox's uid owns the tree and may do
+// that) never gets the host folder's files chowned. The path-based walk
+// lost this race within a few walks.
+func TestOwnRaceWithSymlinkSwap(t *testing.T) {
+	requireRoot(t)
+	dir, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "secret")
+	if err := os.WriteFile(secret, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tree := filepath.Join(dir, "ccache")
+	for i := 0; i < 20; i++ {
+		os.MkdirAll(filepath.Join(tree, fmt.Sprint(i)), 0o755)
+		os.WriteFile(filepath.Join(tree, fmt.Sprint(i), "secret"), nil, 0o644)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // the sandbox's side: folders become links and back
+		defer close(done)
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			d := filepath.Join(tree, fmt.Sprint(n%20))
+			os.Rename(d, d+".x")
+			os.Symlink(outside, d)
+			os.Remove(d)
+			os.Rename(d+".x", d)
+		}
+	}()
+	for i := 0; i < 300 && owner(t, secret) == 0; i++ {
+		Own(tree)
+		Disown(tree)
+	}
+	close(stop)
+	<-done
+	if got := owner(t, secret); got != 0 {
+		t.Errorf("a file outside the tree was chowned to %d through a swapped folder", got)
 	}
 }
 

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,23 +16,78 @@ import (
 	"napilab/kernels/procgroup"
 )
 
+// A Mount puts one host folder into a jail (see Start).
+type Mount struct {
+	// At is the folder's path in the jail.
+	At string
+	// From is the host folder shown at At; empty means At itself.
+	From string
+	// Write makes the folder writable; the jailed uid still writes only
+	// what it owns.
+	Write bool
+	// Upper and Work, when set, make the mount an overlay: From read-only
+	// below, the command's writes landing in Upper (Work is overlayfs's).
+	Upper, Work string
+}
+
+// Writable returns read-write mounts of dirs at their own paths.
+func Writable(dirs ...string) []Mount {
+	var ms []Mount
+	for _, d := range dirs {
+		ms = append(ms, Mount{At: d, Write: true})
+	}
+	return ms
+}
+
+// ReadOnly returns read-only mounts of dirs at their own paths.
+func ReadOnly(dirs ...string) []Mount {
+	var ms []Mount
+	for _, d := range dirs {
+		ms = append(ms, Mount{At: d})
+	}
+	return ms
+}
+
+// jailRoot is where a jail's root is built, in a mount namespace only the
+// starting thread and the jailed command see; on the host it stays an empty
+// folder.
+const jailRoot = "/run/napilab/jail"
+
+// systemDirs are shown read-only in every jail: the programs, libraries and
+// configuration a build runs with. Top-level symlinks (merged /usr: /bin ->
+// usr/bin) are copied as links.
+var systemDirs = []string{"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// devices are the host's device nodes a jail's /dev holds.
+var devices = []string{"null", "zero", "full", "random", "urandom"}
+
 // Start starts cmd as UID:GID in a new user, mount, network and pid
-// namespace: cmd writes only what UID may write, has no network and sees
-// no process but its own. dirs are the folders cmd must reach; an ancestor UID
-// cannot search (root's 0700 home above the cache) is covered, for cmd
-// only, by an empty tmpfs in which dirs are bind-mounted at their own paths.
+// namespace, chrooted into a jail: a fresh root holding the system's
+// programs and libraries read-only, a private /tmp and /dev/shm, the
+// device nodes in devices, no /proc, /sys, home or run folders, and the
+// given mounts. cmd writes only what UID owns among the writable mounts,
+// has no network, sees no process but its own, and reaches no other build,
+// cache folder or lab process. cmd.Dir defaults to / (inside the jail).
 //
 // The kernel sends Pdeathsig when the thread that started the child exits,
-// and the covering mounts belong to that thread, so cmd is started and
+// and the jail's mounts belong to that thread, so cmd is started and
 // waited for on one locked thread that is retired afterwards; the returned
 // wait returns cmd.Wait's error and must be called once. When not Active,
-// cmd runs as lab's user as it would with cmd.Start and cmd.Wait.
-func Start(cmd *exec.Cmd, dirs []string) (wait func() error, err error) {
+// cmd runs as lab's user with the host's files, as with cmd.Start and
+// cmd.Wait, and the mounts are ignored.
+func Start(cmd *exec.Cmd, mounts []Mount) (wait func() error, err error) {
 	if !Active() {
 		if err := procgroup.Start(cmd); err != nil {
 			return nil, err
 		}
 		return cmd.Wait, nil
+	}
+	if err := checkMounts(mounts); err != nil {
+		return nil, err
+	}
+	mounts, err = withTools(cmd, mounts)
+	if err != nil {
+		return nil, err
 	}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -42,19 +98,23 @@ func Start(cmd *exec.Cmd, dirs []string) (wait func() error, err error) {
 	// or ptrace processes outside, such as QEMU running as the same uid.
 	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID
 	// UID is itself inside, with no supplementary groups; nothing else is
-	// mapped. Not the namespace's root: the child has no capabilities, and
-	// GNU patch, which gives a new file its old owner, sees files of
-	// unmapped owners (shown as the overflow uid, UID) as its own. A
-	// command that needs mounts nests its own user namespace (unshare
-	// --user --map-root-user). setgroups is allowed because lab, not the
-	// child, writes the maps, and only GID is mapped.
+	// mapped. Not the namespace's root: the child has no capabilities
+	// after exec, and GNU patch, which gives a new file its old owner,
+	// sees files of unmapped owners (shown as the overflow uid, UID) as
+	// its own. Chrooted, it cannot make user namespaces of its own either.
+	// setgroups is allowed because lab, not the child, writes the maps,
+	// and only GID is mapped.
 	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: UID, HostID: UID, Size: 1}}
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: GID, HostID: GID, Size: 1}}
 	a.Credential = &syscall.Credential{Uid: UID, Gid: GID}
 	a.GidMappingsEnableSetgroups = true
+	a.Chroot = jailRoot
+	if cmd.Dir == "" {
+		cmd.Dir = "/" // never the starting thread's folder, outside the root
+	}
 	started, waited := make(chan error, 1), make(chan error, 1)
 	onOwnThread(func() {
-		if err := expose(dirs); err != nil {
+		if err := buildJail(mounts); err != nil {
 			started <- err
 			return
 		}
@@ -69,6 +129,96 @@ func Start(cmd *exec.Cmd, dirs []string) (wait func() error, err error) {
 		return nil, err
 	}
 	return func() error { return <-waited }, nil
+}
+
+// checkMounts refuses mounts the jail cannot hold: relative or unclean
+// paths, one inside another, overlay options that would need escaping.
+func checkMounts(mounts []Mount) error {
+	for i, m := range mounts {
+		for _, p := range []string{m.At, m.From, m.Upper, m.Work} {
+			if p != "" && (!filepath.IsAbs(p) || filepath.Clean(p) != p || strings.ContainsAny(p, ",:\\\n")) {
+				return fmt.Errorf("sandbox: bad mount path %q", p)
+			}
+		}
+		if m.At == "/" || (m.Upper == "") != (m.Work == "") {
+			return fmt.Errorf("sandbox: bad mount %+v", m)
+		}
+		for j, o := range mounts {
+			if i != j && within(m.At, o.At) {
+				return fmt.Errorf("sandbox: mount %s is inside mount %s", m.At, o.At)
+			}
+		}
+		for _, s := range systemDirs {
+			if within(m.At, s) || within(s, m.At) {
+				return fmt.Errorf("sandbox: mount %s overlaps the system folder %s", m.At, s)
+			}
+		}
+	}
+	return nil
+}
+
+// homes hold more than programs: a PATH folder below one (pyenv's shims)
+// is not shown in a jail.
+var homes = []string{"/root", "/home"}
+
+// withTools shows lab's PATH in the jail: the folders of PATH outside the
+// system folders, homes and the mounts are added read-only (lab's own
+// environment, not a build's input; tests put stand-ins there), the jail's
+// PATH keeps only what it shows, and cmd's program, when the host found it
+// in a folder the jail does not show, is looked up again in the jail's PATH.
+func withTools(cmd *exec.Cmd, mounts []Mount) ([]Mount, error) {
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	shown := func(d string) bool {
+		return slices.ContainsFunc(systemDirs, func(s string) bool { return within(d, s) }) ||
+			slices.ContainsFunc(mounts, func(m Mount) bool { return within(d, m.At) })
+	}
+	mounts = slices.Clone(mounts)
+	var path []string
+	val, _ := envValue(env, "PATH")
+	for _, d := range filepath.SplitList(val) {
+		if !filepath.IsAbs(d) || filepath.Clean(d) != d || slices.Contains(path, d) {
+			continue
+		}
+		if !shown(d) {
+			fi, err := os.Lstat(d)
+			if err != nil || !fi.IsDir() || slices.ContainsFunc(homes, func(h string) bool { return within(d, h) }) ||
+				slices.ContainsFunc(mounts, func(m Mount) bool { return within(m.At, d) }) || checkMounts([]Mount{{At: d}}) != nil {
+				continue
+			}
+			mounts = append(mounts, Mount{At: d})
+		}
+		path = append(path, d)
+	}
+	cmd.Env = append(slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }),
+		"PATH="+strings.Join(path, ":"))
+	if filepath.IsAbs(cmd.Path) && !slices.ContainsFunc(path, func(d string) bool { return within(cmd.Path, d) }) &&
+		!shown(filepath.Dir(cmd.Path)) {
+		name := filepath.Base(cmd.Path)
+		cmd.Path = ""
+		for _, d := range path {
+			if fi, err := os.Stat(filepath.Join(d, name)); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+				cmd.Path = filepath.Join(d, name)
+				break
+			}
+		}
+		if cmd.Path == "" {
+			return nil, fmt.Errorf("sandbox: %s is not on the jail's PATH (%s)", name, strings.Join(path, ":"))
+		}
+	}
+	return mounts, nil
+}
+
+// envValue returns the value of key in env.
+func envValue(env []string, key string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // onOwnThread runs fn in a new goroutine locked to a thread that is not
@@ -93,13 +243,11 @@ func onOwnThread(fn func()) {
 	}()
 }
 
-// expose makes dirs reachable by UID on the calling (locked) thread: in a
-// private mount namespace, each topmost ancestor UID cannot search gets an
-// empty tmpfs, and each dir below one is bind-mounted back at its path.
-func expose(dirs []string) error {
-	covers := coverFor(dirs)
-	if len(covers) == 0 {
-		return nil
+// buildJail builds the jail's root at jailRoot in a private mount namespace
+// of the calling (locked) thread.
+func buildJail(mounts []Mount) error {
+	if err := os.MkdirAll(jailRoot, 0o755); err != nil {
+		return fmt.Errorf("failed to create %s: %w", jailRoot, err)
 	}
 	if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS); err != nil {
 		return fmt.Errorf("failed to create a mount namespace for the build: %w", err)
@@ -107,83 +255,136 @@ func expose(dirs []string) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("failed to make mounts private for the build: %w", err)
 	}
-	var fds []int
-	defer func() {
-		for _, fd := range fds {
-			unix.Close(fd)
+	tmpfs := func(at, opts string) error {
+		if err := unix.Mount("tmpfs", at, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return fmt.Errorf("failed to mount a tmpfs at %s for the build: %w", at, err)
 		}
-	}()
-	var under []string
-	for _, d := range dirs {
-		if !slices.ContainsFunc(covers, func(c string) bool { return within(d, c) }) {
+		return nil
+	}
+	// The root holds only mount points: root's, not writable by UID.
+	if err := tmpfs(jailRoot, "mode=755,size=1m"); err != nil {
+		return err
+	}
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
 			continue
+		case err != nil:
+			return err
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(d)
+			if err != nil {
+				return err
+			}
+			if err := os.Symlink(target, jailRoot+d); err != nil {
+				return fmt.Errorf("failed to build the jail: %w", err)
+			}
+		default:
+			if err := bind(d, d, false); err != nil {
+				return err
+			}
 		}
-		fd, err := unix.Open(d, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("failed to open %s for the build: %w", d, err)
-		}
-		fds, under = append(fds, fd), append(under, d)
 	}
-	for _, c := range covers {
-		if err := unix.Mount("tmpfs", c, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=755,size=1m"); err != nil {
-			return fmt.Errorf("failed to cover %s for the build: %w", c, err)
+	for _, d := range []string{"/tmp", "/dev", "/proc"} {
+		if err := os.Mkdir(jailRoot+d, 0o755); err != nil {
+			return fmt.Errorf("failed to build the jail: %w", err)
 		}
 	}
-	for i, d := range under {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("failed to expose %s to the build: %w", d, err)
+	if err := tmpfs(jailRoot+"/tmp", "mode=1777,size=2g"); err != nil {
+		return err
+	}
+	if err := makeDev(tmpfs); err != nil {
+		return err
+	}
+	for _, m := range mounts {
+		if err := mount(m); err != nil {
+			return err
 		}
-		src := fmt.Sprintf("/proc/thread-self/fd/%d", fds[i])
-		if err := unix.Mount(src, d, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("failed to expose %s to the build: %w", d, err)
+	}
+	// Nothing more is added: the root and /dev become read-only.
+	for _, d := range []string{jailRoot + "/dev", jailRoot} {
+		if err := unix.Mount("", d, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+			return fmt.Errorf("failed to seal the jail's %s: %w", d, err)
 		}
 	}
 	return nil
 }
 
-// coverFor returns, for each dir, its topmost strict ancestor that UID
-// cannot search, once each and outermost first.
-func coverFor(dirs []string) []string {
-	var covers []string
-	for _, d := range dirs {
-		d = filepath.Clean(d)
-		parts := strings.Split(strings.TrimPrefix(d, "/"), "/")
-		p := "/"
-		for _, part := range parts[:len(parts)-1] {
-			p = filepath.Join(p, part)
-			if !searchable(p) {
-				if !slices.ContainsFunc(covers, func(c string) bool { return within(p, c) }) {
-					covers = append(covers, p)
-				}
-				break
-			}
+// makeDev fills the jail's /dev: the host's nodes in devices, a private
+// /dev/shm, and the usual links (dangling without /proc, as a hint).
+func makeDev(tmpfs func(at, opts string) error) error {
+	dev := jailRoot + "/dev"
+	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID, "mode=755,size=1m"); err != nil {
+		return fmt.Errorf("failed to mount the jail's /dev: %w", err)
+	}
+	for _, n := range devices {
+		f, err := os.OpenFile(filepath.Join(dev, n), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
+		if err != nil {
+			return fmt.Errorf("failed to build the jail: %w", err)
+		}
+		f.Close()
+		if err := unix.Mount("/dev/"+n, filepath.Join(dev, n), "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("failed to bind /dev/%s into the jail: %w", n, err)
 		}
 	}
-	slices.Sort(covers)
-	// Outermost first: drop a cover inside one already kept.
-	var out []string
-	for _, c := range covers {
-		if !slices.ContainsFunc(out, func(o string) bool { return within(c, o) }) {
-			out = append(out, c)
+	for name, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
+		"stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {
+		if err := os.Symlink(target, filepath.Join(dev, name)); err != nil {
+			return fmt.Errorf("failed to build the jail: %w", err)
 		}
 	}
-	return out
+	if err := os.Mkdir(filepath.Join(dev, "shm"), 0o755); err != nil {
+		return fmt.Errorf("failed to build the jail: %w", err)
+	}
+	return tmpfs(filepath.Join(dev, "shm"), "mode=1777,size=64m")
 }
 
-// searchable reports whether UID:GID may search folder p by its mode bits.
-func searchable(p string) bool {
-	var st unix.Stat_t
-	if err := unix.Stat(p, &st); err != nil {
-		return true // let the build report it
+// mount shows m in the jail.
+func mount(m Mount) error {
+	from := m.From
+	if from == "" {
+		from = m.At
 	}
-	switch {
-	case st.Uid == UID:
-		return st.Mode&0o100 != 0
-	case st.Gid == GID:
-		return st.Mode&0o010 != 0
+	if m.Upper == "" {
+		return bind(from, m.At, m.Write)
 	}
-	return st.Mode&0o001 != 0
+	at := jailRoot + m.At
+	if err := os.MkdirAll(at, 0o755); err != nil {
+		return fmt.Errorf("failed to expose %s to the build: %w", m.At, err)
+	}
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", from, m.Upper, m.Work)
+	if err := unix.Mount("overlay", at, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("failed to mount an overlay of %s for the build: %w", from, err)
+	}
+	return nil
+}
+
+// bind shows host folder from at path at in the jail; read-only unless
+// write. from's last component is not followed if it is a symlink.
+func bind(from, at string, write bool) error {
+	fd, err := unix.Open(from, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("failed to expose %s to the build: %w", from, &os.PathError{Op: "open", Path: from, Err: err})
+	}
+	defer unix.Close(fd)
+	target := jailRoot + at
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		return fmt.Errorf("failed to expose %s to the build: %w", from, err)
+	}
+	src := fmt.Sprintf("/proc/thread-self/fd/%d", fd)
+	if err := unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("failed to expose %s to the build: %w", from, err)
+	}
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV)
+	if !write {
+		flags |= unix.MS_RDONLY
+	}
+	if err := unix.Mount("", target, "", flags, ""); err != nil {
+		return fmt.Errorf("failed to expose %s to the build: %w", from, err)
+	}
+	return nil
 }
 
 // within reports whether p is c or below it.
-func within(p, c string) bool { return p == c || strings.HasPrefix(p, c+"/") }
+func within(p, c string) bool { return p == c || strings.HasPrefix(p, c+"/") || c == "/" }
