@@ -117,6 +117,9 @@ type Dropped struct {
 	LongLines    int64  `json:"long_lines,omitempty"`    // console lines cut at the line cap
 	ControlLong  int64  `json:"control_long,omitempty"`  // control lines over the cap, discarded
 	Garbage      int64  `json:"garbage,omitempty"`       // control lines that were not JSON, discarded
+	// Samples says where the guest's samples stopped being kept (at
+	// MaxSamplesFile in total, periodic samplers earlier), "" = all kept.
+	Samples string `json:"samples,omitempty"`
 }
 
 // String says what was dropped in one line.
@@ -130,6 +133,9 @@ func (d Dropped) String() string {
 	}
 	if d.ControlLong > 0 || d.Garbage > 0 {
 		parts = append(parts, fmt.Sprintf("%d control lines too long, %d not JSON", d.ControlLong, d.Garbage))
+	}
+	if d.Samples != "" {
+		parts = append(parts, d.Samples)
 	}
 	return "guest output over the bounds: " + strings.Join(parts, "; ")
 }
@@ -286,11 +292,15 @@ type Hang struct {
 	Deadline string `json:"deadline"`
 	Function string `json:"function,omitempty"` // where the stuck task sleeps, when known
 	Evidence string `json:"evidence,omitempty"` // stacks, SysRq output
+	// Host says what the host's scheduler gave QEMU over the step: a
+	// starved guest's deadline miss is the host's fault (ERROR).
+	Host string `json:"host,omitempty"`
 }
 
 // Title names a run's failure the same way each time it happens: the first
 // kernel splat not allowed, else the hang, else the failed assertions, else
-// the first reason. PASS has no title.
+// the first reason. A hang names an ERROR by its reason (a starved host, no
+// evidence), not as a hang. PASS has no title.
 func (r *Result) Title() string {
 	if r.Verdict == Pass {
 		return ""
@@ -300,7 +310,7 @@ func (r *Result) Title() string {
 			return s.Title
 		}
 	}
-	if r.Hang != nil {
+	if r.Hang != nil && r.Verdict == Fail {
 		if r.Hang.Function != "" {
 			return "hang in " + r.Hang.Function
 		}
@@ -320,17 +330,62 @@ func (r *Result) Title() string {
 	return string(r.Verdict)
 }
 
-// Write stores result.json in dir; report.Save adds junit.xml and the
-// reports.
+// Write stores result.json in dir atomically: a temporary file beside it,
+// synced, renamed over it, and the folder synced. A crash leaves the old
+// result.json or the new one, never a part; on error the temporary file is
+// removed (after the rename, the new file stays). report.Save adds
+// junit.xml and the reports, and calls it last.
 func (r *Result) Write(dir string) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
-		return err
+		return fmt.Errorf("failed to write result: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, ResultFile), append(b, '\n'), 0o644); err != nil {
+	if err := writeAtomic(dir, ResultFile, append(b, '\n')); err != nil {
 		return fmt.Errorf("failed to write result: %w", err)
 	}
 	return nil
+}
+
+// writeAtomic replaces dir/name with data: temp file, fsync, rename, fsync
+// of dir.
+func writeAtomic(dir, name string, data []byte) error {
+	f, err := os.CreateTemp(dir, "."+name+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	renamed := false
+	defer func() {
+		if !renamed {
+			os.Remove(tmp)
+		}
+	}()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	renamed = true
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // MaxResultSize bounds the result.json Read accepts.

@@ -133,15 +133,26 @@ type SampleSnapshot struct {
 	Errors map[string]string `json:"errors,omitempty"` // source -> why it could not be read
 }
 
-// ReadSamples reads a samples.jsonl file.
+// MaxSamplesFile bounds a run's samples.jsonl: the runner keeps at most
+// this much of the guest's samples (in memory and on disk), ReadSamples
+// reads no more.
+const MaxSamplesFile = 64 << 20
+
+// ReadSamples reads a samples.jsonl file: a regular file (not through a
+// link) of at most MaxSamplesFile bytes.
 func ReadSamples(path string) ([]SampleLine, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() || fi.Size() > MaxSamplesFile {
+		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", path, int64(MaxSamplesFile))
+	}
 	var out []SampleLine
-	dec := json.NewDecoder(f)
+	dec := json.NewDecoder(io.LimitReader(f, MaxSamplesFile))
 	for {
 		var s SampleLine
 		if err := dec.Decode(&s); err == io.EOF {

@@ -117,6 +117,11 @@ func (c *control) waitReady(ctx context.Context) (*wire.Hello, error) {
 	}
 }
 
+// callCeiling bounds a guest call whose context has no deadline. Every
+// caller in runner gives its own (the step's, setupLimit, a cleanup's);
+// this is the floor under a caller that forgot.
+const callCeiling = 30 * time.Minute
+
 // sendTimeout bounds one write to the agent: a guest that stops reading
 // its port does not block the host.
 const sendTimeout = 10 * time.Second
@@ -151,6 +156,13 @@ func (e *guestError) kernelRefused() bool { return e.Kind == wire.KindErrno && e
 // (errSiblingFailed) keeps waiting for its answer until ctx's deadline: an
 // operation stuck in the guest is a hang, not a cancellation.
 func (c *control) call(ctx context.Context, op string, args, out any) error {
+	if _, ok := ctx.Deadline(); !ok {
+		// Every guest call is bounded: one its caller left open gets the
+		// ceiling (a lab bug, not a way to wait forever).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, callCeiling)
+		defer cancel()
+	}
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()

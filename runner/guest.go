@@ -26,6 +26,9 @@ type Guest interface {
 	// exitStatus says how an ended guest ended: its machine's error (nil:
 	// a clean exit, as a reset or a poweroff is) and what the machine said.
 	exitStatus() (err error, said string)
+	// cpuUse is what the host's scheduler gave the machine so far (QEMU's
+	// threads); errNoCPUUse when the guest cannot say.
+	cpuUse() (cpuUse, error)
 	// sysrq sends SysRq keys around the agent (QEMU's keyboard), for when
 	// the agent does not answer; errNoSysrq when the guest has no way.
 	sysrq(ctx context.Context, keys ...string) error
@@ -135,7 +138,18 @@ func (v *vm) output() *console       { return v.console }
 func (v *vm) ended() <-chan struct{} { return v.done }
 
 func (v *vm) exitStatus() (error, string) {
+	if v.stderr == nil {
+		return v.waitErr, ""
+	}
 	return v.waitErr, strings.TrimSpace(v.stderr.String())
+}
+
+// cpuUse reads QEMU's threads' schedstat.
+func (v *vm) cpuUse() (cpuUse, error) {
+	if v.cmd == nil || v.cmd.Process == nil || exited(v) {
+		return cpuUse{}, errNoCPUUse
+	}
+	return readCPUUse(v.cmd.Process.Pid)
 }
 
 // sysrq sends the keys through QEMU's monitor.

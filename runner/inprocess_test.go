@@ -32,6 +32,9 @@ type inProcess struct {
 	log    *os.File       // console.log
 	conns  []io.Closer    // both ends of both channels
 
+	// use is the machine's CPU use (cpuUse); nil = not measurable.
+	use func() (cpuUse, error)
+
 	dieOnce sync.Once
 	served  chan struct{} // the agent's Serve returned
 	done    chan struct{} // the guest ended: Serve returned, the console ended
@@ -131,6 +134,13 @@ func (g *inProcess) ended() <-chan struct{}      { return g.done }
 func (g *inProcess) exitStatus() (error, string) { return nil, "" }
 
 func (g *inProcess) sysrq(context.Context, ...string) error { return errNoSysrq }
+
+func (g *inProcess) cpuUse() (cpuUse, error) {
+	if g.use == nil {
+		return cpuUse{}, errNoCPUUse
+	}
+	return g.use()
+}
 
 func (g *inProcess) stop(grace time.Duration) {
 	select {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,7 +13,8 @@ import (
 
 // setupProbes attaches the scenario's race-widening probes, seeded by the
 // run's seed. A probe the kernel refuses (a symbol it lacks or cannot
-// probe) is the scenario's problem on this kernel: an ERROR naming it.
+// probe) is the scenario's problem on this kernel: an ERROR naming it. A
+// registration past setupLimit is a hang, FAIL or ERROR by judgeHang.
 func (r *run) setupProbes(ctx context.Context, seed int64) error {
 	if len(r.s.Inject) == 0 {
 		return nil
@@ -22,11 +24,20 @@ func (r *run) setupProbes(ctx context.Context, seed int64) error {
 		in.Probes = append(in.Probes, wire.Probe{Name: p.Name, At: p.At, Return: p.On == "return", Delay: p.Delay.D(),
 			Probability: *p.Probability, Count: p.Count, Armed: *p.Armed})
 	}
-	if err := r.ctl.call(ctx, wire.OpInject, in, nil); err != nil {
-		return infra("inject (%s line %d): %v", r.s.Path, r.s.Inject[0].Pos.Line, err)
+	line := r.s.Inject[0].Pos.Line
+	err := r.boundedCall(ctx, injectStep, line, r.setupLimit(), wire.OpInject, in, nil)
+	var h *hangError
+	switch {
+	case errors.As(err, &h):
+		return h // a kernel stuck registering a probe: judged by its evidence
+	case err != nil:
+		return infra("inject (%s line %d): %v", r.s.Path, line, err)
 	}
 	return nil
 }
+
+// injectStep names the probes' registration where a step name is expected.
+const injectStep = "inject probes"
 
 // injections reads the probes' counters from the last snapshot that has them.
 func (t *timeline) injections() []results.Injection {

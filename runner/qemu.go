@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -150,7 +149,7 @@ func shellQuote(s string) string {
 type vm struct {
 	cmd     *exec.Cmd
 	console *console
-	stderr  bytes.Buffer
+	stderr  *capBuffer // QEMU's stderr, bounded
 	done    chan struct{}
 	waitErr error
 
@@ -213,8 +212,8 @@ func (q *QEMU) start(w io.Writer) (*vm, error) {
 		cmd.SysProcAttr.Setpgid = false
 		console = io.TeeReader(out, os.Stdout)
 	}
-	v := &vm{cmd: cmd, console: newConsole(w), done: make(chan struct{})}
-	cmd.Stderr = &v.stderr
+	v := &vm{cmd: cmd, console: newConsole(w), done: make(chan struct{}), stderr: newCapBuffer(qemuStderrHead, qemuStderrTail)}
+	cmd.Stderr = v.stderr
 	if err := procgroup.Start(cmd); err != nil {
 		return nil, fmt.Errorf("failed to start %s (apt-get install qemu-system-x86): %w", q.binary(), err)
 	}

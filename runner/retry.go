@@ -35,14 +35,17 @@ func runJob(ctx context.Context, j Job, run func(context.Context, Config) *resul
 	retry := run(ctx, cfg)
 	out := results.Retried(first, j.Cfg.OutDir, retry, cfg.OutDir, j.Cfg.Strict)
 	// Both folders' reports now carry the links (and the retry its flake).
-	for _, w := range []struct {
-		r   *results.Result
-		dir string
-	}{{first, j.Cfg.OutDir}, {retry, cfg.OutDir}} {
-		err := report.Save(w.dir, w.r)
-		if err != nil && out.Verdict != results.Error {
-			out.Verdict, out.Reasons = results.Error, append(out.Reasons, err.Error())
-		}
+	// The folder of the result that stands for the job is saved last: a
+	// failure to save the other makes it ERROR first, and Save makes a
+	// result ERROR when its own folder cannot be written, so out's
+	// result.json agrees with the verdict returned.
+	other, otherDir, outDir := retry, cfg.OutDir, j.Cfg.OutDir
+	if out == retry {
+		other, otherDir, outDir = first, j.Cfg.OutDir, cfg.OutDir
 	}
+	if err := report.Save(otherDir, other); err != nil && out.Verdict != results.Error {
+		out.Verdict, out.Reasons = results.Error, append(out.Reasons, err.Error())
+	}
+	report.Save(outDir, out)
 	return out
 }

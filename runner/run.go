@@ -107,10 +107,10 @@ func Run(ctx context.Context, cfg Config) *results.Result {
 	}
 	r.Timings.Total = time.Since(r.Started).Seconds()
 	run.finish(err)
-	werr := report.Save(cfg.OutDir, r) // result.json, junit.xml, report.html, result.ktap, kcidb.json
-	if werr != nil && r.Verdict != results.Error {
-		r.Verdict, r.Reasons = results.Error, append(r.Reasons, werr.Error())
-	}
+	// junit.xml and the reports, then result.json last: a write that fails
+	// turns r into ERROR first, so result.json agrees with the verdict
+	// returned.
+	report.Save(cfg.OutDir, r)
 	return r
 }
 
@@ -228,6 +228,7 @@ func (r *run) do(ctx context.Context) error {
 	r.tl = newTimeline(r.s, seed, r.ctl, r.host, r.cfg.Logf)
 	r.tl.ksTimeouts, r.tl.outDir, r.tl.slow = r.cfg.KselftestTimeouts, r.cfg.OutDir, r.res.Accel == "tcg"
 	r.tl.noPolls = r.cfg.NoPolls && !r.s.NeedsPolls()
+	r.tl.cpu = r.guest.cpuUse
 	r.tl.ksRetries, r.tl.strict, r.tl.kernelSpec, r.tl.ksHook = r.cfg.KselftestRetries, r.cfg.Strict, r.cfg.Kernel.Spec, r.cfg.kselftestHook
 	err = r.tl.run(ctx)
 	r.res.Timings.Timeline = r.tl.elapsed()
@@ -391,19 +392,40 @@ func (r *run) setup(ctx context.Context) error {
 			B:           wire.End{Name: v.Peer.Name, Netns: v.Peer.Netns, Address: v.Peer.Address, GRO: v.Peer.GRO, Features: v.Peer.Features},
 			StaticNeigh: v.StaticNeigh})
 	}
-	limit := r.s.Defaults.Deadline.D() * 3
 	r.setupAt = time.Now()
-	sctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	if err := r.ctl.call(sctx, wire.OpSetup, t, nil); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			h := &hangError{step: setupStep, deadline: limit}
-			r.hangEvidence(ctx, h)
+	if err := r.boundedCall(ctx, setupStep, 0, r.setupLimit(), wire.OpSetup, t, nil); err != nil {
+		var h *hangError
+		if errors.As(err, &h) {
 			return h
 		}
 		return fmt.Errorf("topology setup failed: %w", err)
 	}
 	return nil
+}
+
+// setupLimit bounds the calls before the timeline (the topology, the
+// probes): three step deadlines.
+func (r *run) setupLimit() time.Duration { return r.s.Defaults.Deadline.D() * 3 }
+
+// boundedCall makes a guest call outside the timeline under limit. Past
+// it, the call is a hang of step (line), its evidence gathered while the
+// guest is live and judged as a step's (judgeHang).
+func (r *run) boundedCall(ctx context.Context, step string, line int, limit time.Duration, op string, args, out any) error {
+	read := func() (cpuUse, error) { return cpuUse{}, errNoCPUUse }
+	if r.guest != nil {
+		read = r.guest.cpuUse
+	}
+	from, err0 := read()
+	began := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	err := r.ctl.call(cctx, op, args, out)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		h := &hangError{step: step, line: line, deadline: limit, facts: hangFacts{share: measureShare(read, from, err0 == nil, began)}}
+		r.hangEvidence(ctx, h)
+		return h
+	}
+	return err
 }
 
 // shutdown asks the agent to power off and waits for QEMU, reading late

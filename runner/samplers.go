@@ -1,14 +1,18 @@
 package runner
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
+	"strings"
+	"syscall"
 	"time"
 
 	"napilab/images/wire"
+	"napilab/results"
 	"napilab/results/metrics"
 )
 
@@ -120,21 +124,86 @@ func (t *timeline) snapshot(ctx context.Context, group string, sources []string)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	host := time.Since(t.start).Seconds()
-	t.samples = append(t.samples, sampleRec{Group: group, Sent: sent, Host: host, Data: s})
+	rec := sampleRec{Group: group, Sent: sent, Host: host, Data: s}
+	if !t.keepSample(&rec) {
+		return -1
+	}
+	t.samples = append(t.samples, rec)
 	return host
 }
 
-// writeSamples stores every snapshot as JSON lines.
-func (t *timeline) writeSamples(path string) error {
-	f, err := os.Create(path)
+// The samples' totals, as samples.jsonl holds them: periodic samplers stop
+// at samplerBytes, so that the snapshots assertions measure between (the
+// metrics before and after the timeline, the steps' edges) still fit under
+// results.MaxSamplesFile, past which nothing more is kept (an assertion
+// that needed a snapshot not kept is not measured: ERROR).
+const samplerBytes = results.MaxSamplesFile / 4 * 3
+
+// keepSample says whether rec fits the totals and counts it; the first
+// sample that does not is noted (samplesCut). Callers hold t.mu.
+func (t *timeline) keepSample(rec *sampleRec) bool {
+	b, err := json.Marshal(rec)
 	if err != nil {
-		return err
+		return false
 	}
-	enc := json.NewEncoder(f)
+	limit := int64(results.MaxSamplesFile)
+	if rec.Group != metricsGroup && rec.Group != edgesGroup {
+		limit = samplerBytes
+	}
+	n := int64(len(b)) + 1 // its line in samples.jsonl
+	if t.sampleBytes+n > limit {
+		what := "periodic samples"
+		if rec.Group == metricsGroup || rec.Group == edgesGroup {
+			what = "all samples"
+		}
+		note := fmt.Sprintf("%s not kept from %.2f s on (%d bytes kept, limit %d)", what, rec.Host, t.sampleBytes, limit)
+		switch {
+		case t.samplesCut == "":
+			t.samplesCut = note
+		case what == "all samples" && !strings.Contains(t.samplesCut, what):
+			t.samplesCut += "; " + note
+		}
+		return false
+	}
+	t.sampleBytes += n
+	return true
+}
+
+// samplesDropped is the note for the result's Dropped, "" = all kept.
+func (t *timeline) samplesDropped() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.samplesCut
+}
+
+// writeSamples stores every snapshot as JSON lines, at most
+// results.MaxSamplesFile bytes (keepSample's totals), and syncs them.
+func (t *timeline) writeSamples(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return fmt.Errorf("failed to write samples: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	var werr error
 	t.mu.Lock()
 	for i := range t.samples {
-		enc.Encode(&t.samples[i])
+		if werr = enc.Encode(&t.samples[i]); werr != nil {
+			break
+		}
 	}
 	t.mu.Unlock()
-	return f.Close()
+	if werr == nil {
+		werr = w.Flush()
+	}
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("failed to write samples: %w", werr)
+	}
+	return nil
 }

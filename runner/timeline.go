@@ -15,11 +15,13 @@ import (
 	"napilab/scenarios"
 )
 
-// hangError is a step that missed its deadline.
+// hangError is a step (or a setup call) that missed its deadline; facts
+// say what the lab saw then, and judgeHang whose fault it is.
 type hangError struct {
 	step     string
 	line     int
 	deadline time.Duration
+	facts    hangFacts
 }
 
 func (e *hangError) Error() string {
@@ -73,6 +75,10 @@ type timeline struct {
 	strict     bool                                         // flaky kselftests count as failures
 	ksHook     func(name string, attempt int, x *wire.Exec) // tests: change an attempt's command
 	execLogs   map[*scenarios.Step]*execLog                 // exec steps' outputs, guarded by mu
+	cpu        func() (cpuUse, error)                       // QEMU's CPU use so far (Guest.cpuUse); nil = not measured
+
+	sampleBytes int64  // the samples' size kept so far, guarded by mu
+	samplesCut  string // why samples stopped being kept, "" = all kept; guarded by mu
 }
 
 // iteration is one repetition of a step's action, in seconds since the
@@ -115,6 +121,14 @@ func newTimeline(s *scenarios.Scenario, seed int64, ctl *control, host *hostNet,
 	return &timeline{s: s, ctl: ctl, host: host, logf: logf, rng: rand.New(rand.NewPCG(uint64(seed), 0x6e617069)),
 		loads: map[string]*activeLoad{}, stats: map[string]*loadResult{}, iters: map[*scenarios.Step][]iteration{},
 		edges: planEdges(s), knownFlaky: shippedKnownFlaky}
+}
+
+// cpuUse reads QEMU's CPU use, or fails when the guest cannot say.
+func (t *timeline) cpuUse() (cpuUse, error) {
+	if t.cpu == nil {
+		return cpuUse{}, errNoCPUUse
+	}
+	return t.cpu()
 }
 
 // jitter returns a random extra delay in [0, max).
@@ -315,6 +329,7 @@ func (t *timeline) repeatUntil(ctx context.Context, st *scenarios.Step, name str
 			}
 		}
 		iterStart := time.Now()
+		use0, use0Err := t.cpuUse()
 		actx, cancel := context.WithTimeout(ctx, deadline)
 		if st.Sleep > 0 {
 			// A sleep cannot hang: the deadline does not apply to it.
@@ -329,7 +344,8 @@ func (t *timeline) repeatUntil(ctx context.Context, st *scenarios.Step, name str
 		t.iterated(ctx, st, i, iterStart, next.Add(st.Every.D()), timedOut)
 		switch {
 		case timedOut:
-			return i + 1, &hangError{step: name, line: st.Pos.Line, deadline: deadline}
+			share := measureShare(t.cpu, use0, use0Err == nil, iterStart)
+			return i + 1, &hangError{step: name, line: st.Pos.Line, deadline: deadline, facts: hangFacts{share: share}}
 		case err != nil && ctx.Err() != nil:
 			return i + 1, ctx.Err()
 		case err != nil && tolerable(st, err):

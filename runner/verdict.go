@@ -42,7 +42,20 @@ func (r *run) finish(err error) {
 	}
 	if r.tl != nil {
 		res.Steps = r.tl.steps
-		r.tl.writeSamples(filepath.Join(r.cfg.OutDir, "samples.jsonl"))
+		// samples.jsonl is the run's evidence: a run that could not keep
+		// it is ERROR (unless the kernel was implicated anyway).
+		if werr := r.tl.writeSamples(filepath.Join(r.cfg.OutDir, results.SamplesFile)); werr != nil {
+			res.Reasons = append(res.Reasons, werr.Error())
+		}
+		if cut := r.tl.samplesDropped(); cut != "" {
+			if res.Dropped == nil {
+				res.Dropped = &results.Dropped{}
+			}
+			res.Dropped.Samples = cut
+			if r.cfg.Logf != nil {
+				r.cfg.Logf("%s", res.Dropped)
+			}
+		}
 		res.Loads = r.tl.loadResults()
 		res.Figures = r.tl.figures(r.s.Machine.CPUs)
 		res.Polls = metrics.PollRates(r.tl.pollSnapshots())
@@ -81,12 +94,13 @@ func (r *run) finish(err error) {
 }
 
 // classify names what err says happened and whether it implicates the
-// kernel: a hang, a guest that died, a boot that started and died, an
-// operation the kernel refused with an errno, a program in the guest that
-// exited non-zero, a wait whose condition never held. Anything else (the
-// agent's own faults, send or decode failures, timeouts without a hang) is
-// the lab's. A sched step that found too few tasks counts as a wait that
-// never held.
+// kernel: a deadline miss the evidence pins on the kernel (judgeHang), a
+// guest that died (guestEnd), a boot that started and died, an operation
+// the kernel refused with an errno, a program in the guest that exited
+// non-zero, a wait whose condition never held. Anything else (the agent's
+// own faults, send or decode failures, QEMU killed or failing, timeouts
+// without evidence) is the lab's. A sched step that found too few tasks
+// counts as a wait that never held.
 func (r *run) classify(err error) (reason string, kernel bool) {
 	var hang *hangError
 	var se *stepError
@@ -97,15 +111,19 @@ func (r *run) classify(err error) (reason string, kernel bool) {
 	var fe *tooFewError
 	switch {
 	case errors.As(err, &hang):
-		if r.res.Hang == nil {
-			return hang.Error(), true
-		}
-		return hangReason(r.res.Hang), true
+		return r.judgeHang(hang)
 	case errors.Is(err, errAgentGone) && r.guest != nil && exited(r.guest):
-		if errors.As(err, &se) {
-			return fmt.Sprintf("the guest died during step %q (line %d)", se.step, se.line), true
+		why, kernel := r.guestEnd()
+		if !kernel {
+			if errors.As(err, &se) {
+				return fmt.Sprintf("the guest ended during step %q (line %d): %s", se.step, se.line, why), false
+			}
+			return "the guest ended: " + why, false
 		}
-		return "the guest died: " + err.Error(), true
+		if errors.As(err, &se) {
+			return fmt.Sprintf("the guest died during step %q (line %d): %s", se.step, se.line, why), true
+		}
+		return "the guest died: " + err.Error() + ": " + why, true
 	case errors.As(err, &be), errors.As(err, &xe), errors.As(err, &we), errors.As(err, &fe):
 		return err.Error(), true
 	case errors.As(err, &ge) && ge.kernelRefused():
@@ -123,11 +141,17 @@ func hangReason(h *results.Hang) string {
 }
 
 // hangEvidence asks the agent for SysRq-w and the stacks of blocked tasks,
-// and names the function the stuck task sleeps in.
+// names the function the stuck task sleeps in, and records in h.facts
+// what judgeHang decides by.
 // It has evidenceTimeout, past ctx's end, unless ctx's run is aborted.
 func (r *run) hangEvidence(ctx context.Context, h *hangError) {
 	r.res.Hang = &results.Hang{Step: h.step, Line: h.line, Deadline: h.deadline.String()}
-	if r.ctl == nil {
+	defer func() {
+		if h.facts.share.wall > 0 {
+			r.res.Hang.Host = h.facts.share.String()
+		}
+	}()
+	if r.ctl == nil || r.guest == nil {
 		return
 	}
 	ctx, cancel := cleanupCtx(ctx, evidenceTimeout)
@@ -161,12 +185,14 @@ func (r *run) hangEvidence(ctx context.Context, h *hangError) {
 	// A task looping in usleep (napi_disable) is runnable between its
 	// sleeps: look again when no agent thread was caught blocked, before
 	// naming a victim (a kworker waiting for rtnl) instead.
+	answered := false
 	for try := 0; try < stackTries; try++ {
 		tasks = nil
 		if err := r.ctl.call(ctx, wire.OpStacks, nil, &tasks); err != nil {
 			fmt.Fprintf(&b, "agent did not answer for stacks: %v\n", err)
 			break
 		}
+		answered = true
 		if agentBlocked(tasks) || ctx.Err() != nil {
 			break
 		}
@@ -184,9 +210,12 @@ func (r *run) hangEvidence(ctx context.Context, h *hangError) {
 	case <-ctx.Done():
 	case <-time.After(500 * time.Millisecond):
 	}
+	after := con.tail(con.count() - from)
 	b.WriteString("--- console after the deadline ---\n")
-	b.WriteString(con.tail(con.count() - from))
+	b.WriteString(after)
 	r.res.Hang.Evidence = b.String()
+	h.facts.gathered, h.facts.running, h.facts.answered = true, !exited(r.guest), answered
+	h.facts.blocked, h.facts.looping = blockedTask(tasks, after), loopingAgent(tasks)
 }
 
 // splats checks the console: every splat fails the run unless a no-splat

@@ -29,16 +29,43 @@ const (
 	CompareHTMLFile = "compare.html"
 )
 
-// Save writes what a finished run leaves in its folder dir: result.json
-// and junit.xml, then, when both are written, the reports (WriteRun).
+// Save writes what a finished run leaves in its folder dir: junit.xml and
+// the reports (WriteRun), then result.json last, atomically
+// (results.Result.Write). A report that cannot be written makes r ERROR
+// (its reason added) before result.json is, and the reports are written
+// again to say so; a result.json that cannot be written makes r ERROR too,
+// and is then written again saying so, or removed. So the result.json in
+// dir always holds the verdict r has when Save returns, the one lab exits
+// with. It returns the write errors.
 func Save(dir string, r *results.Result) error {
-	if err := r.Write(dir); err != nil {
+	err := writeAll(dir, r)
+	if err != nil {
+		markError(r, err)
+		writeAll(dir, r) // they say ERROR too, as far as they can
+	}
+	werr := r.Write(dir)
+	if werr == nil {
 		return err
 	}
-	if err := WriteJUnit(filepath.Join(dir, JUnitFile), r); err != nil {
-		return err
+	markError(r, werr)
+	writeAll(dir, r)
+	if r.Write(dir) != nil {
+		// No result.json rather than one that disagrees with r.
+		os.Remove(filepath.Join(dir, results.ResultFile))
 	}
-	return WriteRun(dir, r)
+	return multierror.Append(err, werr).ErrorOrNil()
+}
+
+// writeAll writes junit.xml and the reports, each attempted.
+func writeAll(dir string, r *results.Result) error {
+	errs := multierror.Append(WriteJUnit(filepath.Join(dir, JUnitFile), r), WriteRun(dir, r))
+	return errs.ErrorOrNil()
+}
+
+// markError turns r into ERROR for err.
+func markError(r *results.Result, err error) {
+	r.Verdict = results.Error
+	r.Reasons = append(r.Reasons, err.Error())
 }
 
 // WriteRun writes the human and machine reports of a run next to its

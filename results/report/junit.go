@@ -1,8 +1,10 @@
 package report
 
 import (
+	"bytes"
 	"encoding/xml"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -46,6 +48,15 @@ type junitMessage struct {
 // for merged shards): one case per assertion, plus a case for
 // infrastructure errors and hangs.
 func WriteJUnit(path string, rs ...*results.Result) error {
+	var b bytes.Buffer
+	if err := writeJUnitTo(&b, rs...); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
+}
+
+// writeJUnitTo writes the junit.xml of rs to w.
+func writeJUnitTo(w io.Writer, rs ...*results.Result) error {
 	var all junitSuites
 	for _, r := range rs {
 		all.Suites = append(all.Suites, newJUnitSuite(r))
@@ -54,7 +65,8 @@ func WriteJUnit(path string, rs ...*results.Result) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append([]byte(xml.Header), append(b, '\n')...), 0o644)
+	_, err = w.Write(append([]byte(xml.Header), append(b, '\n')...))
+	return err
 }
 
 func newJUnitSuite(r *results.Result) junitSuite {
@@ -65,8 +77,16 @@ func newJUnitSuite(r *results.Result) junitSuite {
 			Error: &junitMessage{Message: strings.Join(r.Reasons, "; "), Body: r.ConsoleTail}})
 	}
 	if r.Hang != nil {
-		s.Cases = append(s.Cases, junitCase{Name: "no hang", Classname: class,
-			Failure: &junitMessage{Message: fmt.Sprintf("step %q (line %d) did not finish within %s", r.Hang.Step, r.Hang.Line, r.Hang.Deadline), Body: r.Hang.Evidence}})
+		// A deadline miss the evidence did not pin on the kernel (a
+		// starved host) is the run's ERROR, not a failed case.
+		c := junitCase{Name: "no hang", Classname: class}
+		m := &junitMessage{Message: hangMessage(r.Hang), Body: r.Hang.Evidence}
+		if r.Verdict == results.Fail {
+			c.Failure = m
+		} else {
+			c.Error = m
+		}
+		s.Cases = append(s.Cases, c)
 	}
 	for _, a := range r.Asserts {
 		c := junitCase{Name: a.Name, Classname: class,
@@ -120,4 +140,14 @@ func newJUnitSuite(r *results.Result) junitSuite {
 		}
 	}
 	return s
+}
+
+// hangMessage says which step missed its deadline, and what QEMU got of
+// the host's CPU meanwhile when measured.
+func hangMessage(h *results.Hang) string {
+	m := fmt.Sprintf("step %q (line %d) did not finish within %s", h.Step, h.Line, h.Deadline)
+	if h.Host != "" {
+		m += " (" + h.Host + ")"
+	}
+	return m
 }

@@ -108,8 +108,12 @@ func repCases(r *results.Result) []repCase {
 			misc: kcidbMisc("reasons", r.Reasons)})
 	}
 	if h := r.Hang; h != nil {
-		c := repCase{name: "no hang", status: "FAIL",
-			reason:  fmt.Sprintf("step %q (line %d) did not finish within %s", h.Step, h.Line, h.Deadline),
+		status := "FAIL"
+		if r.Verdict != results.Fail {
+			status = "ERROR" // not pinned on the kernel (a starved host)
+		}
+		c := repCase{name: "no hang", status: status,
+			reason:  hangMessage(h),
 			excerpt: h.Evidence,
 			misc:    kcidbMisc("step", h.Step, "line", h.Line, "deadline", h.Deadline, "function", h.Function)}
 		if h.Function != "" {

@@ -1,0 +1,186 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"napilab/images/wire"
+	"napilab/results"
+)
+
+// TestStarved: the starvation rule on the shares measured for starvedRan
+// (one CPU-bound thread over 5 s on the lab's busy 2-core host), and on a
+// halted guest and a guest with more busy vCPUs than the host has cores.
+func TestStarved(t *testing.T) {
+	share := func(ran, waited float64) hostShare {
+		return hostShare{wall: 10 * time.Second, ran: time.Duration(ran * 10 * float64(time.Second)),
+			waited: time.Duration(waited * 10 * float64(time.Second)), measured: true}
+	}
+	for _, tc := range []struct {
+		name    string
+		share   hostShare
+		starved bool
+	}{
+		{name: "alone on a busy host", share: share(0.60, 0.40)},
+		{name: "beside 2 spinning processes", share: share(0.19, 0.80), starved: true},
+		{name: "beside 6 spinning processes", share: share(0.08, 0.92), starved: true},
+		{name: "a halted guest", share: share(0.002, 0)},
+		{name: "4 busy vCPUs on 2 cores", share: share(2.0, 2.0)},
+		{name: "not measured", share: hostShare{wall: 10 * time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.share.starved(); got != tc.starved {
+				t.Errorf("%s: starved %v, want %v", tc.share, got, tc.starved)
+			}
+		})
+	}
+}
+
+// TestReadCPUUse reads a real process's threads: this test process, which
+// has run, and a sleeping child, which asks for no CPU.
+func TestReadCPUUse(t *testing.T) {
+	self, err := readCPUUse(os.Getpid())
+	if err != nil {
+		t.Skipf("no schedstat on this host: %v", err)
+	}
+	if self.ran <= 0 {
+		t.Errorf("this process ran %v, want more than nothing", self.ran)
+	}
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	if _, err := readCPUUse(cmd.Process.Pid); err != nil {
+		t.Error(err)
+	}
+	if _, err := readCPUUse(1 << 30); err == nil {
+		t.Error("a process that does not exist has a CPU use")
+	}
+	for _, bad := range []string{"", "12", "x 1 1", "1 y 1"} {
+		if _, _, err := parseSchedstat(bad); err == nil {
+			t.Errorf("schedstat %q parsed", bad)
+		}
+	}
+}
+
+// TestCapBuffer keeps the head and the tail of a flood, and all of a
+// short write.
+func TestCapBuffer(t *testing.T) {
+	b := newCapBuffer(4, 8)
+	b.Write([]byte("ab"))
+	if got := b.String(); got != "ab" {
+		t.Errorf("%q, want ab", got)
+	}
+	for _, s := range []string{"cdef", "0123456789", "XYZ"} {
+		b.Write([]byte(s))
+	}
+	if got, want := b.String(), "abcd\n--- napilab: 7 bytes of QEMU's stderr not kept ---\n56789XYZ"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+}
+
+// TestSamplesCutNoted: the samples past the totals are noted in the
+// result's Dropped, and the assertions' snapshots still fit after the
+// periodic samplers stopped.
+func TestSamplesCutNoted(t *testing.T) {
+	s := windowScenario(t, "")
+	tl := windowTimeline(s)
+	tl.sampleBytes = samplerBytes - 10
+	rec := sampleRec{Group: pollsGroup, Host: 12.5, Data: wire.Sample{Values: map[string]string{"x": "y"}}}
+	if tl.keepSample(&rec) {
+		t.Error("a periodic sample past samplerBytes was kept")
+	}
+	rec.Group = edgesGroup
+	if !tl.keepSample(&rec) {
+		t.Error("an edge snapshot under MaxSamplesFile was refused")
+	}
+	r := &run{cfg: Config{OutDir: t.TempDir()}, s: s, res: &results.Result{}, tl: tl}
+	r.finish(nil)
+	if r.res.Dropped == nil || !strings.Contains(r.res.Dropped.Samples, "periodic samples not kept from 12.50 s on") {
+		t.Errorf("dropped %+v, want the samples' cut noted", r.res.Dropped)
+	}
+}
+
+// scriptedUse is a guest's CPU use growing with host time: ran and waited
+// CPU-seconds per second.
+func scriptedUse(ran, waited float64) func() (cpuUse, error) {
+	var once sync.Once
+	var start time.Time
+	return func() (cpuUse, error) {
+		once.Do(func() { start = time.Now() })
+		e := float64(time.Since(start))
+		return cpuUse{ran: time.Duration(ran * e), waited: time.Duration(waited * e)}, nil
+	}
+}
+
+// TestDeadlineMissByHostShare runs deadline misses end to end against an
+// in-process guest whose host CPU use is scripted: a starved host is
+// ERROR whatever the stacks show; a guest that answers nothing while QEMU
+// runs and gets its CPU is FAIL.
+func TestDeadlineMissByHostShare(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		ran, waited float64
+		ops         map[string]behaviour
+		verdict     results.Verdict
+		reason      string
+	}{
+		{name: "starved, a task blocked", ran: 0.1, waited: 0.9, ops: map[string]behaviour{wire.OpStacks: {data: blockedAgent}},
+			verdict: results.Error, reason: "the host starved the guest: QEMU got"},
+		{name: "fed, the guest silent", ran: 1, ops: map[string]behaviour{wire.OpStacks: {silent: true}, wire.OpSysrq: {silent: true}},
+			verdict: results.Fail, reason: "the guest stopped answering while QEMU ran"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ops := map[string]behaviour{wire.OpLink: {silent: true}}
+			for op, b := range tc.ops {
+				ops[op] = b
+			}
+			s := inProcessScenario(t, "  - {name: bounce, link: {dev: vrx, state: down}, deadline: 300ms}\n", "")
+			cfg := Config{Scenario: s, OutDir: t.TempDir(), Logf: t.Logf, NoPolls: true, newGuest: func(r *run, accel string) (Guest, error) {
+				g := startInProcess(t, r.cfg.OutDir, ops)
+				g.use = scriptedUse(tc.ran, tc.waited)
+				return g, nil
+			}}
+			res := Run(context.Background(), cfg)
+			if res.Verdict != tc.verdict || len(res.Reasons) == 0 || !strings.Contains(res.Reasons[0], tc.reason) {
+				t.Errorf("verdict %s %q, want %s naming %q", res.Verdict, res.Reasons, tc.verdict, tc.reason)
+			}
+			if res.Hang == nil || !strings.HasPrefix(res.Hang.Host, "QEMU got") {
+				t.Errorf("hang %+v, want QEMU's CPU use recorded", res.Hang)
+			}
+		})
+	}
+}
+
+// FuzzCapBuffer: whatever the writes, the buffer holds the first head and
+// the last tail bytes of what was written, and counts the rest.
+func FuzzCapBuffer(f *testing.F) {
+	f.Add([]byte("abcdef0123456789XYZ"), uint8(4), uint8(8), uint8(3))
+	f.Add([]byte(""), uint8(0), uint8(1), uint8(1))
+	f.Fuzz(func(t *testing.T, data []byte, head, tail, chunk uint8) {
+		if tail == 0 || chunk == 0 {
+			return
+		}
+		b := newCapBuffer(int(head), int(tail))
+		for p := data; len(p) > 0; {
+			n := min(int(chunk), len(p))
+			b.Write(p[:n])
+			p = p[n:]
+		}
+		want := string(data)
+		if len(data) > int(head)+int(tail) {
+			dropped := len(data) - int(head) - int(tail)
+			want = string(data[:head]) + fmt.Sprintf("\n--- napilab: %d bytes of QEMU's stderr not kept ---\n", dropped) + string(data[len(data)-int(tail):])
+		}
+		if got := b.String(); got != want {
+			t.Errorf("head %d tail %d chunk %d: %q, want %q", head, tail, chunk, got, want)
+		}
+	})
+}
