@@ -40,9 +40,6 @@ func HostChecks(specs ...*Spec) []Check {
 	return out
 }
 
-// archiveKeyring is the host keyring apt verifies fetched suites against.
-const archiveKeyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
-
 // FetchChecks says, for each spec whose base names a suite, whether its
 // tarball is installed, fetched into cacheDir (empty: DefaultCacheDir), or
 // fetchable: apt-get, dpkg-deb and the archive keyring are there. It does
@@ -77,8 +74,8 @@ func FetchChecks(cacheDir string, specs ...*Spec) []Check {
 			out = append(out, Check{What: what + " (not fetched; fetching needs apt-get and dpkg-deb)", Package: pkg})
 			continue
 		}
-		if _, err := os.Stat(archiveKeyring); err != nil {
-			out = append(out, Check{What: what + " (not fetched; apt verifies it with " + archiveKeyring + ")", Package: "debian-archive-keyring"})
+		if k := suiteKeyring(b.Suite); !regularFile(k) {
+			out = append(out, Check{What: what + " (not fetched; apt verifies it with " + k + ")", Package: "debian-archive-keyring"})
 			continue
 		}
 		out = append(out, Check{What: what, Package: "(fetchable: the lab fetches it on first build)", OK: true})

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 )
 
 // A spec's base may name a Debian suite the host's apt does not list
@@ -17,10 +18,13 @@ import (
 // fetches the package itself into <cache>/debs, with apt and a lab-owned
 // sources list, lists dir and package cache: the host's apt configuration
 // and state are never touched. apt verifies the suite's Release signature
-// against the host's trusted keys (debian-archive-keyring); any verification
-// failure is an error, never a fallback.
+// against the one archive key that signs the suite's release (signed-by= a
+// keyring of debian-archive-keyring, not every key the host trusts) and
+// refuses a Release past its Valid-Until or older than MaxReleaseAge, both
+// forced on whatever the host's apt.conf says; any verification failure is
+// an error, never a fallback.
 //
-//	debs/sources.list          one "deb <mirror> <suite> main" line per suite fetched
+//	debs/sources.list          the "deb [signed-by=... ] <mirror> <suite> main" line of the suite fetched
 //	debs/lists/, debs/cache/   apt's private state (Dir::State::Lists, Dir::Cache)
 //	debs/<package>_<version>/  the package's files (dpkg-deb -x), published by rename
 //	debs/lock                  flock held while fetching
@@ -40,7 +44,46 @@ var (
 	// authFailRe finds apt's signature verification failures: apt update
 	// only warns, exit 0, when it keeps the previous lists after one.
 	authFailRe = regexp.MustCompile(`NO_PUBKEY|EXPKEYSIG|REVKEYSIG|BADSIG|GPG error|signatures couldn't be verified|is not signed|cannot be authenticated|signatures were invalid`)
+	// staleRe finds apt refusing a Release by its dates.
+	staleRe = regexp.MustCompile(`is expired|is not valid yet`)
 )
+
+// keyringDir holds debian-archive-keyring's keyrings.
+var keyringDir = "/usr/share/keyrings"
+
+// MaxReleaseAge is the oldest suite Release apt accepts, from its Date. A
+// mirror (or anyone on the path to it) can replay an old signed Release to
+// hold back updates; Valid-Until stops that only where a suite sets it and
+// the host's apt.conf does not turn the check off. trixie-backports sets a
+// 7-day Valid-Until, which binds first; 14 days bounds suites without one
+// (a stable main suite, whose Release changes only at point releases, is
+// refused between two weeks after one and the next: install such a
+// package with the host's apt).
+const MaxReleaseAge = 14 * 24 * time.Hour
+
+// releaseAge is MaxReleaseAge; tests lower it to see apt refuse a fresh one.
+var releaseAge = MaxReleaseAge
+
+// suiteKeyring is the keyring of the archive key that signs suite: the
+// automatic signing key of its release (debian-archive-trixie-automatic.gpg
+// for trixie and trixie-backports), the security one for <release>-security.
+// A suite named by an alias (stable-backports, sid) has none.
+func suiteKeyring(suite string) string {
+	release, rest, _ := strings.Cut(suite, "-")
+	kind := "automatic"
+	if rest == "security" {
+		kind = "security-automatic"
+	}
+	return filepath.Join(keyringDir, "debian-archive-"+release+"-"+kind+".gpg")
+}
+
+// sourcesLine is the one line of the lab's sources list: the suite pinned
+// to its release's key, its Release checked for age whatever the host's
+// apt.conf says.
+func sourcesLine(mirror, suite string) string {
+	return fmt.Sprintf("deb [signed-by=%s check-valid-until=yes valid-until-max=%d check-date=yes] %s %s main\n",
+		suiteKeyring(suite), int(releaseAge.Seconds()), mirror, suite)
+}
 
 // AuthError reports that apt could not verify what it fetched.
 type AuthError struct {
@@ -50,10 +93,17 @@ type AuthError struct {
 	Suite string
 	// Output is apt's output.
 	Output []string
+	// Expired says apt refused the suite's Release by its dates, not by
+	// its signature.
+	Expired bool
 }
 
 // Error names the package and quotes apt.
 func (e *AuthError) Error() string {
+	if e.Expired {
+		return fmt.Sprintf("failed to fetch %s: the Release of suite %s is past its Valid-Until, older than %v or dated in the future (a mirror replaying an old Release, or a wrong clock)\n%s",
+			e.Package, e.Suite, releaseAge, strings.Join(e.Output, "\n"))
+	}
 	return fmt.Sprintf("failed to verify the signature of %s (suite %s): is debian-archive-keyring installed and current?\n%s",
 		e.Package, e.Suite, strings.Join(e.Output, "\n"))
 }
@@ -170,6 +220,10 @@ func FetchBase(ctx context.Context, cacheDir string, b Base) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if k := suiteKeyring(b.Suite); !regularFile(k) {
+		return "", fmt.Errorf("failed to fetch %s from %s: no archive key %s (install or update debian-archive-keyring; name the suite by its release, e.g. trixie-backports)",
+			b.Package, b.Suite, k)
+	}
 	l := layout{cacheDir}
 	debs := l.debsDir()
 	if err := os.MkdirAll(debs, 0o755); err != nil {
@@ -188,7 +242,7 @@ func FetchBase(ctx context.Context, cacheDir string, b Base) (string, error) {
 			return "", fmt.Errorf("failed to create %s: %w", d, err)
 		}
 	}
-	list := fmt.Sprintf("deb %s %s main\n", m, b.Suite)
+	list := sourcesLine(m, b.Suite)
 	if err := writeFileAtomic(filepath.Join(debs, "sources.list"), []byte(list)); err != nil {
 		return "", err
 	}
@@ -238,7 +292,9 @@ var debVersionRe = regexp.MustCompile(`^[0-9][A-Za-z0-9.+~:-]*$`)
 
 // aptOptions point apt at the lab's sources list, lists and cache under
 // debs and away from the host's sources.list.d; the host's keyring and
-// dpkg status are read, never written.
+// dpkg status are read, never written. The checks a host's apt.conf may
+// turn off (a host on snapshot.debian.org turns off the date checks) are
+// turned back on for the lab's calls alone.
 func aptOptions(debs string) []string {
 	return []string{
 		"-o", "Dir::Etc::sourcelist=" + filepath.Join(debs, "sources.list"),
@@ -246,6 +302,12 @@ func aptOptions(debs string) []string {
 		"-o", "Dir::State::Lists=" + filepath.Join(debs, "lists"),
 		"-o", "Dir::Cache=" + filepath.Join(debs, "cache"),
 		"-o", "APT::Get::List-Cleanup=0",
+		"-o", "Acquire::Check-Valid-Until=true",
+		"-o", "Acquire::Check-Date=true",
+		"-o", fmt.Sprintf("Acquire::Max-ValidTime=%d", int(releaseAge.Seconds())),
+		"-o", "Acquire::AllowInsecureRepositories=false",
+		"-o", "Acquire::AllowDowngradeToInsecureRepositories=false",
+		"-o", "APT::Get::AllowUnauthenticated=false",
 	}
 }
 
@@ -253,6 +315,11 @@ func aptOptions(debs string) []string {
 // even one apt only warns about, into an *AuthError.
 func runApt(ctx context.Context, b Base, argv []string, dir string) error {
 	out, err := run(ctx, command{argv: argv, dir: dir}, nil)
+	for _, line := range out {
+		if staleRe.MatchString(line) {
+			return &AuthError{Package: b.Package, Suite: b.Suite, Output: out, Expired: true}
+		}
+	}
 	for _, line := range out {
 		if authFailRe.MatchString(line) {
 			return &AuthError{Package: b.Package, Suite: b.Suite, Output: out}
@@ -271,6 +338,13 @@ var fetchTools = []string{"apt-get", "dpkg-deb"}
 // checkFetchTools returns a *MissingToolError for each fetch tool not on PATH.
 func checkFetchTools() error {
 	return checkTools(fetchTools...)
+}
+
+// regularFile says whether path is a regular file (links followed: the
+// keyrings are the host's own).
+func regularFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // FetchState says where a spec's base tarball is: installed, fetched into

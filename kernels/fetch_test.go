@@ -3,6 +3,7 @@ package kernels
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,7 +13,7 @@ import (
 )
 
 // fakeApt is a stand-in apt-get: it logs its argv and working dir, answers
-// update as $FAKE_APT_UPDATE says (ok, nopubkey, badsig, warn) and download
+// update as $FAKE_APT_UPDATE says (ok, nopubkey, badsig, warn, expired) and download
 // with an empty .deb in the working dir.
 const fakeApt = `#!/bin/sh
 echo "$PWD $*" >> "$FAKE_LOG"
@@ -25,6 +26,7 @@ case "$*" in
 	badsig) echo "Err:1 http://deb.debian.org/debian trixie-backports InRelease"
 		echo "  The following signatures couldn't be verified because the public key is not available"; exit 100;;
 	warn) echo "W: An error occurred during the signature verification. The repository is not updated and the previous index files will be used. GPG error: http://deb.debian.org/debian trixie-backports InRelease: NO_PUBKEY 0E98404D386FA1D9"; exit 0;;
+	expired) echo "E: Release file for http://deb.debian.org/debian/dists/trixie-backports/InRelease is expired (invalid since 1d 14h 31min 53s). Updates for this repository will not be applied."; exit 100;;
 	esac
 	exit 0;;
 *" download "*) : > "${last}_7.3.4-1~bpo13+1_all.deb"; exit 0;;
@@ -45,9 +47,15 @@ case "$1" in
 esac
 `
 
-// fakeFetchTools puts the fakes first on PATH and returns the log path.
+// fakeFetchTools puts the fakes first on PATH, a stand-in trixie keyring
+// in keyringDir, and returns the log path.
 func fakeFetchTools(t *testing.T) string {
 	t.Helper()
+	keys := t.TempDir()
+	writeFiles(t, keys, map[string]string{"debian-archive-trixie-automatic.gpg": "key"})
+	old := keyringDir
+	keyringDir = keys
+	t.Cleanup(func() { keyringDir = old })
 	bin := t.TempDir()
 	writeFiles(t, bin, map[string]string{"apt-get": fakeApt, "dpkg-deb": fakeDpkgDeb})
 	for _, f := range []string{"apt-get", "dpkg-deb"} {
@@ -105,8 +113,9 @@ func TestFetchBasePrivateApt(t *testing.T) {
 		t.Errorf("FetchBase = %s, want %s", got, want)
 	}
 	list, _ := os.ReadFile(filepath.Join(debs, "sources.list"))
-	if string(list) != "deb http://deb.debian.org/debian trixie-backports main\n" {
-		t.Errorf("sources.list = %q", list)
+	if want := "deb [signed-by=" + keyringDir + "/debian-archive-trixie-automatic.gpg check-valid-until=yes valid-until-max=1209600 check-date=yes] " +
+		"http://deb.debian.org/debian trixie-backports main\n"; string(list) != want {
+		t.Errorf("sources.list = %q, want %q", list, want)
 	}
 	lines := readLog(t, log)
 	if len(lines) != 4 {
@@ -118,6 +127,12 @@ func TestFetchBasePrivateApt(t *testing.T) {
 		"-o Dir::State::Lists=" + debs + "/lists",
 		"-o Dir::Cache=" + debs + "/cache",
 		"-o APT::Get::List-Cleanup=0",
+		"-o Acquire::Check-Valid-Until=true",
+		"-o Acquire::Check-Date=true",
+		"-o Acquire::Max-ValidTime=1209600",
+		"-o Acquire::AllowInsecureRepositories=false",
+		"-o Acquire::AllowDowngradeToInsecureRepositories=false",
+		"-o APT::Get::AllowUnauthenticated=false",
 	}
 	for i, verb := range []string{" update", " download linux-source-7.3"} {
 		line := lines[i]
@@ -129,7 +144,7 @@ func TestFetchBasePrivateApt(t *testing.T) {
 				t.Errorf("apt call %q lacks %q", line, o)
 			}
 		}
-		for _, bad := range []string{"allow-unauthenticated", "trusted=yes", "AllowInsecure", "/etc/apt"} {
+		for _, bad := range []string{"allow-unauthenticated", "trusted=yes", "InsecureRepositories=true", "AllowUnauthenticated=true", "/etc/apt"} {
 			if strings.Contains(line, bad) {
 				t.Errorf("apt call %q has %q", line, bad)
 			}
@@ -154,7 +169,7 @@ func TestFetchBasePrivateApt(t *testing.T) {
 }
 
 func TestFetchBaseVerifyFailure(t *testing.T) {
-	for _, mode := range []string{"nopubkey", "badsig", "warn"} {
+	for _, mode := range []string{"nopubkey", "badsig", "warn", "expired"} {
 		t.Run(mode, func(t *testing.T) {
 			log := fakeFetchTools(t)
 			t.Setenv("FAKE_APT_UPDATE", mode)
@@ -164,8 +179,12 @@ func TestFetchBaseVerifyFailure(t *testing.T) {
 			if !errors.As(err, &ae) {
 				t.Fatalf("FetchBase error = %v, want *AuthError", err)
 			}
-			if !strings.Contains(err.Error(), "failed to verify") || !strings.Contains(err.Error(), "trixie-backports") {
-				t.Errorf("error %q does not say what failed", err)
+			want := "failed to verify"
+			if mode == "expired" {
+				want = "older than 336h0m0s"
+			}
+			if ae.Expired != (mode == "expired") || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "trixie-backports") {
+				t.Errorf("error %q (expired %v) does not say what failed", err, ae.Expired)
 			}
 			if lines := readLog(t, log); len(lines) != 1 {
 				t.Errorf("ran %d commands after the failed update, want none: %v", len(lines)-1, lines)
@@ -201,12 +220,51 @@ func TestFetchBaseMirror(t *testing.T) {
 		t.Fatal(err)
 	}
 	list, _ := os.ReadFile(filepath.Join(cache, "debs", "sources.list"))
-	if string(list) != "deb http://mirror.example/debian trixie-backports main\n" {
+	if !strings.HasSuffix(string(list), "] http://mirror.example/debian trixie-backports main\n") {
 		t.Errorf("sources.list = %q", list)
 	}
 	t.Setenv(MirrorEnv, "[trusted=yes] http://evil.example/")
 	if _, err := FetchBase(context.Background(), t.TempDir(), testBase); err == nil || !strings.Contains(err.Error(), MirrorEnv) {
 		t.Errorf("bad mirror error = %v, want one naming $%s", err, MirrorEnv)
+	}
+}
+
+// TestSuiteKeyring: each suite is pinned to the key of its release; a
+// suite named by an alias has no keyring and is not fetched.
+func TestSuiteKeyring(t *testing.T) {
+	for _, tc := range []struct{ suite, want string }{
+		{"trixie-backports", "/usr/share/keyrings/debian-archive-trixie-automatic.gpg"},
+		{"trixie", "/usr/share/keyrings/debian-archive-trixie-automatic.gpg"},
+		{"bookworm-updates", "/usr/share/keyrings/debian-archive-bookworm-automatic.gpg"},
+		{"trixie-security", "/usr/share/keyrings/debian-archive-trixie-security-automatic.gpg"},
+		{"stable-backports", "/usr/share/keyrings/debian-archive-stable-automatic.gpg"},
+	} {
+		if got := suiteKeyring(tc.suite); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.suite, got, tc.want)
+		}
+	}
+	want := "deb [signed-by=/usr/share/keyrings/debian-archive-trixie-automatic.gpg check-valid-until=yes " +
+		"valid-until-max=1209600 check-date=yes] http://deb.debian.org/debian trixie-backports main\n"
+	if got := sourcesLine(defaultMirror, "trixie-backports"); got != want {
+		t.Errorf("sources line %q, want %q", got, want)
+	}
+}
+
+// TestFetchBaseNoKeyring: without its release's keyring a suite is not
+// fetched (apt would otherwise accept any key the host trusts).
+func TestFetchBaseNoKeyring(t *testing.T) {
+	log := fakeFetchTools(t)
+	keyringDir = t.TempDir()
+	b := testBase
+	b.Suite = "stable-backports"
+	for _, b := range []Base{testBase, b} {
+		_, err := FetchBase(context.Background(), t.TempDir(), b)
+		if err == nil || !strings.Contains(err.Error(), "no archive key "+keyringDir) || !strings.Contains(err.Error(), "debian-archive-keyring") {
+			t.Errorf("%s: error = %v, want the missing keyring named", b.Suite, err)
+		}
+	}
+	if _, err := os.Stat(log); err == nil {
+		t.Errorf("apt ran without a keyring: %v", readLog(t, log))
 	}
 }
 
@@ -318,6 +376,69 @@ func TestFetchBaseReal(t *testing.T) {
 		t.Fatalf("fetched tarball %s: %v, size %d", p, err, fi.Size())
 	}
 	t.Logf("fetched %s (%d MB) in %s", p, fi.Size()>>20, time.Since(start).Round(time.Second))
+}
+
+// realApt skips a test that needs the host's apt and Debian's mirror.
+func realApt(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("real apt-get update (network) skipped in -short mode")
+	}
+	if err := checkFetchTools(); err != nil {
+		t.Skip(err)
+	}
+	c, err := net.DialTimeout("tcp", "deb.debian.org:80", 10*time.Second)
+	if err != nil {
+		t.Skipf("no route to the mirror: %v", err)
+	}
+	c.Close()
+}
+
+// TestFetchBaseRealRefused runs the host's apt against Debian's mirror and
+// sees it refuse trixie-backports when the pinned keyring holds another
+// release's key (the host trusts the right one: only signed-by can make
+// this fail) and when the Release is older than the maximum age (the host
+// may have turned date checks off in its apt.conf; the lab turns them on).
+func TestFetchBaseRealRefused(t *testing.T) {
+	realApt(t)
+	wrong, err := os.ReadFile("/usr/share/keyrings/debian-archive-bullseye-stable.gpg")
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		key     []byte
+		age     time.Duration
+		expired bool
+	}{
+		{name: "another release's key", key: wrong, age: MaxReleaseAge},
+		{name: "older than a minute", age: time.Minute, expired: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			keys := t.TempDir()
+			if err := os.Chmod(keys, 0o755); err != nil { // apt reads keyrings as _apt
+				t.Fatal(err)
+			}
+			key := tc.key
+			if key == nil {
+				if key, err = os.ReadFile(suiteKeyring(testBase.Suite)); err != nil {
+					t.Skip(err)
+				}
+			}
+			writeFiles(t, keys, map[string]string{"debian-archive-trixie-automatic.gpg": string(key)})
+			oldDir, oldAge := keyringDir, releaseAge
+			keyringDir, releaseAge = keys, tc.age
+			defer func() { keyringDir, releaseAge = oldDir, oldAge }()
+			t.Setenv(MirrorEnv, "")
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			_, err := FetchBase(ctx, t.TempDir(), testBase)
+			var ae *AuthError
+			if !errors.As(err, &ae) || ae.Expired != tc.expired {
+				t.Fatalf("FetchBase error = %v, want an *AuthError with Expired %v", err, tc.expired)
+			}
+		})
+	}
 }
 
 func TestFetchChecks(t *testing.T) {

@@ -31,6 +31,84 @@ func buildLab(t *testing.T) (root, lab string) {
 	return root, lab
 }
 
+// TestLintCommand runs the real lab binary: lint refuses an alias bomb
+// (8 levels of aliased parallel: steps) instead of expanding it, and a
+// SIGTERM ends a lint at once with 143 (lint has no guest to clean up).
+// The minute-long waits are hang checks, not timings.
+func TestLintCommand(t *testing.T) {
+	root, lab := buildLab(t)
+	t.Run("alias bomb", func(t *testing.T) {
+		cmd := exec.Command(lab, "scenario", "lint", "scenarios/testdata/limits/alias-bomb.yaml")
+		cmd.Dir = root
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		code := waitExit(t, cmd, nil)
+		if code != exitError || !strings.Contains(out.String(), "alias-bomb.yaml:9:46: aliases expand to more than") {
+			t.Errorf("exit %d, want %d and the alias at fault:\n%s", code, exitError, out.String())
+		}
+	})
+	t.Run("SIGTERM", func(t *testing.T) {
+		// Lint reads a FIFO that never ends (scenarios may come from a
+		// pipe); once lint has opened it, it is waiting inside the command.
+		fifo := filepath.Join(t.TempDir(), "scenario.yaml")
+		if err := unix.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(lab, "scenario", "lint", fifo)
+		cmd.Dir = root
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		code := waitExit(t, cmd, func() {
+			openWriter(t, fifo, cmd) // open until the test ends: no EOF
+			cmd.Process.Signal(syscall.SIGTERM)
+		})
+		if code != 128+int(syscall.SIGTERM) || strings.Contains(out.String(), "QEMU") {
+			t.Errorf("exit %d after one SIGTERM, want 143 and no word of QEMU:\n%s", code, out.String())
+		}
+	})
+}
+
+// waitExit starts cmd, calls then (if any) and returns cmd's exit code; a
+// lab still running after a minute is killed and fails the test.
+func waitExit(t *testing.T, cmd *exec.Cmd, then func()) int {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	if then != nil {
+		then()
+	}
+	select {
+	case <-exited:
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("%s still running after a minute", strings.Join(cmd.Args, " "))
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// openWriter opens the FIFO's write end once cmd has opened its read end,
+// and closes it when the test ends.
+func openWriter(t *testing.T, fifo string, cmd *exec.Cmd) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		fd, err := unix.Open(fifo, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err == nil {
+			t.Cleanup(func() { unix.Close(fd) })
+			return
+		}
+		if err != unix.ENXIO || time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("lab never opened %s: %v", fifo, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TestInterruptedRunsLeaveNothing starts `lab run` 20 times and interrupts
 // each at a random moment (boot, setup, timeline, evidence) with SIGINT, two
 // SIGINTs or SIGKILL, then checks that nothing it started outlived it: no

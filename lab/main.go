@@ -41,9 +41,9 @@ func run(args []string) int {
 	sigs := make(chan os.Signal, 3)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	it := watchSignals(sigs, os.Stderr, abortGrace, os.Exit)
 	root := newRootCmd()
 	root.SetArgs(args)
+	it := watchSignals(sigs, os.Stderr, stoppingFor(root, args), abortGrace, os.Exit)
 	err := root.ExecuteContext(it.ctx)
 	var ec *exitCodeError
 	if code := it.code(); code != 0 {

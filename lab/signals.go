@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"napilab/runner"
 )
 
@@ -16,13 +18,79 @@ import (
 // before lab exits anyway.
 const abortGrace = 10 * time.Second
 
-// interrupts turns signals into cancellation. The first cancels the run
-// context: runs stop, then clean up (stop loads, gather evidence, shut QEMU
-// down), each step under its own deadline. The second cancels the abort
-// context: cleanup skips the guest, kills QEMU's process group and removes
-// its folders. A third signal, or a cleanup still running grace after the
-// second, exits at once. A lab ended by a signal exits 128+its number (130
-// for Ctrl-C).
+// stopping says what a command does when a signal interrupts it. A lab
+// ended by a signal exits 128+its number (130 for Ctrl-C, 143 for SIGTERM).
+type stopping struct {
+	// first is said on the first signal, which cancels the run context so
+	// the command stops and cleans up; "" exits at once instead (the
+	// command has nothing to clean up).
+	first string
+	// second is said on the second signal, which cancels the abort
+	// context (cleanup skips the guest) and exits after the grace; ""
+	// exits at once instead. A third signal always exits at once.
+	second string
+}
+
+var (
+	// stopAtOnce: reading and printing, nothing to clean up.
+	stopAtOnce = stopping{}
+	// stopGuest: commands that boot guests (and may build first).
+	stopGuest = stopping{
+		first:  "interrupted: stopping the run: cleaning up and shutting the guest down (again to skip the cleanup)",
+		second: "skipping the cleanup: killing QEMU (again to exit at once)",
+	}
+	// stopBuild: kernel builds, whose make runs in its own process group.
+	stopBuild = stopping{first: "interrupted: stopping the build (again to exit at once)"}
+	// stopFiles: commands that write into the cache or a tree.
+	stopFiles = stopping{first: "interrupted: stopping and removing partial files (again to exit at once)"}
+)
+
+// commandStopping is how each command stops, by command path. Every
+// runnable command is listed (TestEveryCommandStops); cobra's own (help,
+// completion) exit at once.
+var commandStopping = map[string]stopping{
+	"lab doctor":           stopAtOnce,
+	"lab kernel build":     stopBuild,
+	"lab kernel list":      stopAtOnce,
+	"lab kernel gc":        stopFiles,
+	"lab kernel pack":      stopFiles,
+	"lab kernel unpack":    stopFiles,
+	"lab kselftest":        stopGuest,
+	"lab run":              stopGuest,
+	"lab repro":            stopGuest,
+	"lab compare":          stopGuest,
+	"lab bisect":           stopGuest,
+	"lab shell":            stopGuest,
+	"lab baseline record":  stopGuest,
+	"lab baseline list":    stopAtOnce,
+	"lab baseline show":    stopAtOnce,
+	"lab baseline rm":      stopAtOnce,
+	"lab patches show":     stopAtOnce,
+	"lab patches check":    stopFiles,
+	"lab report":           stopAtOnce,
+	"lab results list":     stopAtOnce,
+	"lab results merge":    stopAtOnce,
+	"lab scenario lint":    stopAtOnce,
+	"lab scenario explain": stopAtOnce,
+	"lab scenario schema":  stopAtOnce,
+	"lab scenario metrics": stopAtOnce,
+}
+
+// stoppingFor is how the command args name stops; cobra finds it as
+// Execute will. What it does not find (help, completion, a typo) exits at
+// once.
+func stoppingFor(root *cobra.Command, args []string) stopping {
+	cmd, _, err := root.Find(args)
+	if err != nil {
+		return stopAtOnce
+	}
+	return commandStopping[cmd.CommandPath()]
+}
+
+// interrupts turns signals into cancellation, as how says: the first
+// cancels the run context (or exits), the second cancels the abort context
+// (or exits), a third, or a cleanup still running grace after the second,
+// exits at once.
 type interrupts struct {
 	ctx   context.Context // the run context; it carries abort
 	abort context.Context // ends on the second signal
@@ -31,7 +99,7 @@ type interrupts struct {
 }
 
 // watchSignals starts turning sigs into cancellation; exit ends the process.
-func watchSignals(sigs <-chan os.Signal, stderr io.Writer, grace time.Duration, exit func(int)) *interrupts {
+func watchSignals(sigs <-chan os.Signal, stderr io.Writer, how stopping, grace time.Duration, exit func(int)) *interrupts {
 	abort, abortNow := context.WithCancel(context.Background())
 	ctx, stop := context.WithCancel(runner.WithAbort(context.Background(), abort))
 	it := &interrupts{ctx: ctx, abort: abort}
@@ -39,21 +107,29 @@ func watchSignals(sigs <-chan os.Signal, stderr io.Writer, grace time.Duration, 
 		n := 0
 		for sig := range sigs {
 			n++
-			switch n {
-			case 1:
+			switch {
+			case n == 1:
 				it.mu.Lock()
 				it.first = sig
 				it.mu.Unlock()
-				fmt.Fprintln(stderr, "lab: interrupted: cleaning up (again to skip the cleanup)")
+				if how.first == "" {
+					fmt.Fprintln(stderr, "lab: interrupted")
+					exit(it.code())
+					return
+				}
+				fmt.Fprintln(stderr, "lab:", how.first)
 				stop()
-			case 2:
-				fmt.Fprintln(stderr, "lab: skipping the cleanup: killing QEMU (again to exit at once)")
+			case n == 2 && how.second != "":
+				fmt.Fprintln(stderr, "lab:", how.second)
 				abortNow()
 				time.AfterFunc(grace, func() {
 					fmt.Fprintf(stderr, "lab: the cleanup is still running after %v: exiting\n", grace)
 					exit(it.code())
 				})
 			default:
+				if n == 2 {
+					fmt.Fprintln(stderr, "lab: exiting without cleaning up")
+				}
 				exit(it.code())
 			}
 		}

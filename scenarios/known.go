@@ -155,6 +155,9 @@ func suggest(key string, fields map[string]reflect.Type) string {
 	names := sortedKeys(fields)
 	best, bestD := "", 3
 	for _, n := range names {
+		if abs(len(key)-len(n)) >= bestD {
+			continue // the distance is at least that: a long key costs nothing
+		}
 		if d := distance(key, n); d < bestD {
 			best, bestD = n, d
 		}
@@ -172,6 +175,13 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // distance is the Levenshtein distance between a and b.

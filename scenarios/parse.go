@@ -53,9 +53,12 @@ func Parse(name string, data []byte, params map[string]string) (*Scenario, error
 	var root *yaml.Node
 	for _, src := range srcs { // the main file first; fragments merge into it
 
-		text := substitute(src.data, values, func(line int, format string, args ...any) {
+		text, ok := substitute(src.data, values, MaxExpandedSize, func(line int, format string, args ...any) {
 			c.add(Pos{File: src.name, Line: line}, format, args...)
 		})
+		if !ok {
+			return nil, errTooLarge(src.name)
+		}
 		var doc yaml.Node
 		if err := yaml.Unmarshal(text, &doc); err != nil {
 			return nil, yamlError(src.name, err)
@@ -72,6 +75,9 @@ func Parse(name string, data []byte, params map[string]string) (*Scenario, error
 	}
 	if root == nil {
 		return nil, fmt.Errorf("%s: empty scenario", name)
+	}
+	if !checkExpansion(root, c) {
+		return nil, c.err()
 	}
 	checkKnown(root, typeOfScenario, "", c)
 	s := &Scenario{Path: name, namePos: Pos{File: name, Line: 1, Col: 1}, Chosen: chosen(presets, values)}
@@ -214,9 +220,12 @@ func paramValues(srcs sources, overrides map[string]string) (map[string]string, 
 
 var paramRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
-// substitute replaces ${name} outside comments.
-func substitute(data []byte, values map[string]string, add func(int, string, ...any)) []byte {
+// substitute replaces ${name} outside comments. It gives up (false) once
+// the text would pass limit bytes: values are file text too, and a
+// thousand references to a long value are a large file.
+func substitute(data []byte, values map[string]string, limit int, add func(int, string, ...any)) ([]byte, bool) {
 	var out bytes.Buffer
+	size := len(data)
 	for i, line := range bytes.SplitAfter(data, []byte("\n")) {
 		if bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
 			out.Write(line)
@@ -229,10 +238,16 @@ func substitute(data []byte, values map[string]string, add func(int, string, ...
 				add(i+1, "undefined parameter ${%s} (declare it under params:)", name)
 				return m
 			}
+			if size += len(v) - len(m); size > limit {
+				return m
+			}
 			return []byte(v)
 		}))
+		if size > limit {
+			return nil, false
+		}
 	}
-	return out.Bytes()
+	return out.Bytes(), true
 }
 
 // offset shifts every node's line so positions identify their file.

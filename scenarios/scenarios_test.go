@@ -112,9 +112,17 @@ func TestUndeclaredOverride(t *testing.T) {
 	}
 }
 
+// FuzzParse: no input panics or hangs the parser (go test's -fuzz stops an
+// input that runs for more than 10 s); the seeds are every shipped scenario
+// and the alias bomb of testdata/limits.
 func FuzzParse(f *testing.F) {
-	data, _ := os.ReadFile("threaded-toggle-under-load.yaml")
-	f.Add(data)
+	for _, file := range append(shippedFiles(), "testdata/limits/alias-bomb.yaml") {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 	f.Add([]byte(base))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		Parse("fuzz.yaml", b, nil)

@@ -126,6 +126,7 @@ type checker struct {
 	onDev map[string]string // guest address -> device
 	devs  map[string]bool   // netns/name
 	nics  map[string]*NIC
+	idx   *topoIndex // built on first use
 }
 
 func (s *Scenario) validate(c *collector, params map[string]string) {

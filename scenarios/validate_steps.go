@@ -44,12 +44,7 @@ func (k *checker) txQueues(ns, dev string) int {
 	if n, ok := k.nics[dev]; ok && ns == "" {
 		return n.Queues
 	}
-	for _, v := range k.s.Topology.Veths {
-		if v.Name == dev && v.Netns == ns || v.Peer.Name == dev && v.Peer.Netns == ns {
-			return v.Queues
-		}
-	}
-	return 0
+	return k.index().vethTx[ns+"/"+dev]
 }
 
 // orList writes "a, b or c".

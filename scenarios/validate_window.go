@@ -52,27 +52,12 @@ func (k *checker) polls(a *Assert) {
 
 // declared says whether a NIC or a veth end (in any netns) has that name.
 func (k *checker) declared(dev string) bool {
-	for key := range k.devs {
-		if _, name, _ := strings.Cut(key, "/"); name == dev {
-			return true
-		}
-	}
-	return false
+	return k.index().devNames[dev]
 }
 
 // queues returns a declared device's RX queue count, 0 when unknown.
 func (k *checker) queues(dev string) int {
-	for _, n := range k.s.Topology.NICs {
-		if n.Name == dev {
-			return n.Queues
-		}
-	}
-	for _, v := range k.s.Topology.Veths {
-		if v.Name == dev || v.Peer.Name == dev {
-			return max(v.Queues, 1)
-		}
-	}
-	return 0
+	return k.index().rxQueues[dev]
 }
 
 // window checks during: and each: against the timeline's step names.
@@ -92,19 +77,14 @@ func (k *checker) window(a *Assert) {
 		c.add(p, "use during: or each:, not both")
 		return
 	}
-	names := map[string]int{}
-	eachStep(k.s.Timeline, func(st *Step) {
-		if st.Name != "" {
-			names[st.Name]++
-		}
-	})
+	names := k.index().steps
 	ref := func(what, name string) *Step {
 		switch names[name] {
 		case 0:
 			c.add(p, "%s %q: no step has that name (steps are named with name:)", what, name)
 			return nil
 		case 1:
-			return k.s.StepNames()[name]
+			return k.index().named[name]
 		}
 		c.add(p, "%s %q: %d steps share that name", what, name, names[name])
 		return nil
