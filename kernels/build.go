@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -218,6 +219,9 @@ func (b *builder) build(ctx context.Context) (*Artifact, error) {
 	}
 	b.marker = marker
 	work := b.layout.workDir(b.spec.Name)
+	if err := b.claimWork(work); err != nil {
+		return nil, err
+	}
 	if b.plan != nil {
 		b.plan.Source = src
 		if err := b.seed(ctx, b.plan, marker); err != nil {
@@ -266,6 +270,44 @@ func (b *builder) build(ctx context.Context) (*Artifact, error) {
 	}
 	b.report(PhaseDone, objects, "")
 	return a, nil
+}
+
+// domain names whose code may have run in a spec's work dir and ccache:
+// its source (a tarball's sha256, or a tree's folder: every commit of a
+// tree is one domain) and its patch series. A build's jail can write both,
+// so they are trusted only by a later build of the same domain.
+func (b *builder) domain() string {
+	d := "tarball " + b.in.tarSum
+	if b.in.tree != nil {
+		d = "tree " + b.in.tree.Dir
+	}
+	if b.in.hasPatches() {
+		d += " series " + b.in.patchSeries().Hash()
+	}
+	return d
+}
+
+// claimWork empties the spec's work dir and ccache when the last build in
+// them was of another domain (another series: what it planted there, a
+// newer object or a poisoned cache entry, must not reach this build), and
+// records this one's, in a stamp the jail cannot reach, before make runs.
+func (b *builder) claimWork(work string) error {
+	stamp := filepath.Join(b.layout.stampsDir(), "work-"+b.spec.Name+".json")
+	var got struct {
+		Domain string `json:"domain"`
+	}
+	if data, err := os.ReadFile(stamp); err == nil && json.Unmarshal(data, &got) == nil && got.Domain == b.domain() {
+		return nil
+	}
+	for _, d := range []string{work, b.layout.ccacheDir(b.spec.Name)} {
+		if err := os.RemoveAll(d); err != nil {
+			return fmt.Errorf("failed to empty %s for another patch series: %w", d, err)
+		}
+	}
+	if err := os.MkdirAll(b.layout.stampsDir(), 0o755); err != nil {
+		return err
+	}
+	return writeJSON(stamp, map[string]string{"domain": b.domain()})
 }
 
 // hit marks a as a cache hit and reports it done.

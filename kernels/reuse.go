@@ -140,7 +140,7 @@ func workBuilt(work string) bool {
 // dates the files the patches changed so that make rebuilds what they feed.
 func (b *builder) seed(ctx context.Context, plan *reusePlan, marker *patchedMarker) error {
 	var got reusePlan
-	if data, err := os.ReadFile(filepath.Join(plan.Work, reuseStamp)); err == nil &&
+	if data, err := readBuildFile(plan.Work, reuseStamp); err == nil &&
 		json.Unmarshal(data, &got) == nil && got == *plan {
 		return nil
 	}

@@ -186,3 +186,46 @@ func TestBuildJailHidesOtherSpecs(t *testing.T) {
 		t.Error("spec evil's make wrote into the base's ccache")
 	}
 }
+
+// What one patch series' build leaves in its spec's work dir does not
+// reach the build of another series under the same name: a hostile make
+// that plants a newer object is followed by a clean build of the next
+// series, whose kernel must not hold the planted object.
+func TestBuildOtherSeriesStartsClean(t *testing.T) {
+	if !sandbox.Active() {
+		t.Skip("the build sandbox applies only to root")
+	}
+	dir, _, l := fakeKbuildLab(t)
+	bin := filepath.Join(dir, "bin")
+	if err := os.Rename(filepath.Join(bin, "make"), filepath.Join(bin, "make.real")); err != nil {
+		t.Fatal(err)
+	}
+	hostile := `#!/bin/sh
+work=${3#O=}; eval target=\${$#}
+make.real "$@" || exit $?
+if [ "$target" = bzImage ] && [ -n "$PLANT" ]; then echo "int b = 666;" > "$work/b.o"; fi
+`
+	writeFiles(t, bin, map[string]string{"make": hostile})
+	os.Chmod(filepath.Join(bin, "make"), 0o755)
+	build := func(diff string) string {
+		t.Helper()
+		writeFiles(t, dir, map[string]string{"solo.patch": diff,
+			"solo.yaml": "name: solo\nbase:\n  tarball: src.tar.xz\nconfig:\n  fragments: [a.config]\npatches: [solo.patch]\n"})
+		spec, err := LoadSpec(filepath.Join(dir, "solo.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := Build(context.Background(), spec, Options{CacheDir: l.root, Jobs: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := os.ReadFile(a.BzImage)
+		return string(data)
+	}
+	writeFiles(t, bin, map[string]string{"make": strings.Replace(hostile, `[ -n "$PLANT" ]`, "true", 1)})
+	build("--- a/a.c\n+++ b/a.c\n@@ -1 +1 @@\n-int a = 1;\n+int a = 11;\n")
+	writeFiles(t, bin, map[string]string{"make": strings.Replace(hostile, `[ -n "$PLANT" ]`, "false", 1)})
+	if got := build("--- a/a.c\n+++ b/a.c\n@@ -1 +1 @@\n-int a = 1;\n+int a = 12;\n"); strings.Contains(got, "666") {
+		t.Errorf("the second series' kernel holds the object the first series planted: %q", got)
+	}
+}

@@ -1,11 +1,13 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os/exec"
 	"regexp"
 	"syscall"
+	"time"
 
 	"napilab/images/wire"
 	"napilab/results/splat"
@@ -20,6 +22,10 @@ type hangFacts struct {
 	answered bool      // the agent answered for its tasks' stacks
 	blocked  string    // a guest task in D state (the agent's stacks or SysRq-w), "" = none
 	looping  string    // an agent thread running inside the kernel, "" = none
+	// still, when the host starved the guest, is the evidence that held
+	// again once QEMU had more CPU (recheckStarved), "" = none or not
+	// rechecked; more names what QEMU got meanwhile.
+	still, more string
 }
 
 // judgeHang is the one rule for a deadline miss: FAIL only on evidence
@@ -29,7 +35,9 @@ type hangFacts struct {
 //  2. The host starved the guest (hostShare.starved: QEMU ran under half
 //     a CPU while its threads waited for one at least as long as they ran
 //     and at least a quarter of the window): ERROR. At one instant a
-//     starved guest's slow step and a hung one look alike, stacks and all.
+//     starved guest's slow step and a hung one look alike, stacks and all;
+//     but a task still stuck the same way after QEMU got recheckCPU more
+//     CPU (recheckStarved) is the kernel's: FAIL.
 //  3. A guest task blocked in D state (the agent's stacks, or SysRq-w on
 //     the console) or an agent thread caught running inside the kernel (a
 //     usleep loop): FAIL.
@@ -55,6 +63,8 @@ func (r *run) judgeHang(h *hangError) (reason string, kernel bool) {
 			return failBase + ": " + why, true
 		}
 		return base + ": " + why, false
+	case f.share.starved() && f.still != "":
+		return fmt.Sprintf("%s (the host starved the guest: %s; %s still after %s)", failBase, f.share, f.still, f.more), true
 	case f.share.starved():
 		return fmt.Sprintf("%s: the host starved the guest: %s", base, f.share), false
 	case f.blocked != "", f.looping != "":
@@ -67,6 +77,74 @@ func (r *run) judgeHang(h *hangError) (reason string, kernel bool) {
 		return fmt.Sprintf("%s: the guest stopped answering, and %s: a starved host cannot be told apart", base, f.share), false
 	}
 	return fmt.Sprintf("%s: no guest task blocked or looping in the kernel, no splat (%s): nothing implicates the kernel", base, f.share), false
+}
+
+// Rechecking evidence taken while the host starved the guest: the stacks
+// are read again once QEMU has run recheckCPU more (a step's default
+// deadline of CPU), or after recheckWall.
+// Variables for the tests.
+var (
+	recheckCPU  = 10 * time.Second
+	recheckWall = 60 * time.Second
+)
+
+// recheckStarved waits until QEMU has had recheckCPU more CPU (or
+// recheckWall passed), reads the guest's stacks again and returns the
+// stuck task that was stuck in the first reading too ("" = none: the
+// step was slow, not hung) and what QEMU got meanwhile.
+func (r *run) recheckStarved(ctx context.Context, first []wire.TaskStack) (still, more string) {
+	ctx, cancel := cleanupCtx(ctx, recheckWall+evidenceTimeout)
+	defer cancel()
+	from, err := r.guest.cpuUse()
+	if err != nil {
+		return "", ""
+	}
+	began := time.Now()
+	var ran time.Duration
+	for ran < recheckCPU && time.Since(began) < recheckWall && ctx.Err() == nil {
+		time.Sleep(500 * time.Millisecond)
+		now, err := r.guest.cpuUse()
+		if err != nil {
+			return "", ""
+		}
+		ran, _ = now.since(from)
+	}
+	more = fmt.Sprintf("QEMU got %.2f s more CPU in %.2f s", ran.Seconds(), time.Since(began).Seconds())
+	if ran < recheckCPU {
+		return "", more // still starved: nothing more is known
+	}
+	var tasks []wire.TaskStack
+	if err := r.ctl.call(ctx, wire.OpStacks, nil, &tasks); err != nil {
+		return "", more
+	}
+	was := stuckTasks(first)
+	for _, t := range tasks {
+		if id := stuckTask(t); id != "" && was[id] {
+			return id, more
+		}
+	}
+	return "", more
+}
+
+// stuckTask names t when it is stuck in the kernel (D state, or an agent
+// thread running in the kernel outside the Go runtime's waits), "" if not.
+// A thread in napi_disable's usleep loop shows either way.
+func stuckTask(t wire.TaskStack) string {
+	if t.State == "D" || t.Comm == agentComm && t.State == "R" && !goRuntimeWait.MatchString(t.Stack) && splat.StackFrame(t.Stack) != "" {
+		return fmt.Sprintf("%s (pid %d) stuck in the kernel", t.Comm, t.PID)
+	}
+	return ""
+}
+
+// stuckTasks is the set of stuck tasks among tasks.
+func stuckTasks(tasks []wire.TaskStack) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range tasks {
+		if id := stuckTask(t); id != "" {
+			out[id] = true
+		}
+	}
+	return out
 }
 
 // sysrqBlocked matches a task in SysRq-w's dump (show_state_filter:
@@ -100,6 +178,9 @@ func loopingAgent(tasks []wire.TaskStack) string {
 	return ""
 }
 
+// hostSignal matches QEMU's word when a signal from the host ended it.
+var hostSignal = regexp.MustCompile(`terminating on signal \d+(?: from pid \d+(?: \([^)]*\))?)?`)
+
 // guestPanic matches the kernel's panic line on the console.
 var guestPanic = regexp.MustCompile(`Kernel panic - not syncing: ?(.*)`)
 
@@ -110,6 +191,10 @@ var guestPanic = regexp.MustCompile(`Kernel panic - not syncing: ?(.*)`)
 // seccomp filter) or exiting with an error status is the host's: ERROR.
 func (r *run) guestEnd() (reason string, kernel bool) {
 	waitErr, said := r.guest.exitStatus()
+	if m := hostSignal.FindString(said); m != "" {
+		// QEMU exits 0 on SIGTERM, SIGINT and SIGHUP, saying so.
+		return "QEMU was ended from the host (qemu said: " + m + ")", false
+	}
 	if waitErr == nil {
 		return "QEMU exited cleanly (the guest powered off, reset or panicked)", true
 	}

@@ -120,14 +120,31 @@ func scriptedUse(ran, waited float64) func() (cpuUse, error) {
 	}
 }
 
+// phasedUse is scriptedUse until after, then a whole CPU and no wait.
+func phasedUse(ran, waited float64, after time.Duration) func() (cpuUse, error) {
+	var once sync.Once
+	var start time.Time
+	return func() (cpuUse, error) {
+		once.Do(func() { start = time.Now() })
+		e := time.Since(start)
+		if e < after {
+			return cpuUse{ran: time.Duration(ran * float64(e)), waited: time.Duration(waited * float64(e))}, nil
+		}
+		base := cpuUse{ran: time.Duration(ran * float64(after)), waited: time.Duration(waited * float64(after))}
+		return cpuUse{ran: base.ran + e - after, waited: base.waited}, nil
+	}
+}
+
 // TestDeadlineMissByHostShare runs deadline misses end to end against an
 // in-process guest whose host CPU use is scripted: a starved host is
-// ERROR whatever the stacks show; a guest that answers nothing while QEMU
-// runs and gets its CPU is FAIL.
+// ERROR whatever the stacks show, unless the task is still stuck once QEMU
+// got more CPU; a guest that answers nothing while QEMU runs and gets its
+// CPU is FAIL.
 func TestDeadlineMissByHostShare(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		ran, waited float64
+		fedAfter    time.Duration // from then on QEMU gets a whole CPU, 0 = never
 		ops         map[string]behaviour
 		verdict     results.Verdict
 		reason      string
@@ -136,8 +153,13 @@ func TestDeadlineMissByHostShare(t *testing.T) {
 			verdict: results.Error, reason: "the host starved the guest: QEMU got"},
 		{name: "fed, the guest silent", ran: 1, ops: map[string]behaviour{wire.OpStacks: {silent: true}, wire.OpSysrq: {silent: true}},
 			verdict: results.Fail, reason: "the guest stopped answering while QEMU ran"},
+		{name: "starved, then fed and still blocked", ran: 0.1, waited: 0.9, fedAfter: time.Second,
+			ops: map[string]behaviour{wire.OpStacks: {data: blockedAgent}}, verdict: results.Fail, reason: "stuck in the kernel still after QEMU got"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			cpu, wall := recheckCPU, recheckWall
+			recheckCPU, recheckWall = 300*time.Millisecond, 2*time.Second
+			t.Cleanup(func() { recheckCPU, recheckWall = cpu, wall })
 			ops := map[string]behaviour{wire.OpLink: {silent: true}}
 			for op, b := range tc.ops {
 				ops[op] = b
@@ -146,6 +168,9 @@ func TestDeadlineMissByHostShare(t *testing.T) {
 			cfg := Config{Scenario: s, OutDir: t.TempDir(), Logf: t.Logf, NoPolls: true, newGuest: func(r *run, accel string) (Guest, error) {
 				g := startInProcess(t, r.cfg.OutDir, ops)
 				g.use = scriptedUse(tc.ran, tc.waited)
+				if tc.fedAfter > 0 {
+					g.use = phasedUse(tc.ran, tc.waited, tc.fedAfter)
+				}
 				return g, nil
 			}}
 			res := Run(context.Background(), cfg)

@@ -15,6 +15,24 @@ import (
 // but not running (/proc/<pid>/task/*/schedstat, CONFIG_SCHED_INFO).
 type cpuUse struct {
 	ran, waited time.Duration
+	// threads is each thread's use by tid, when read per thread.
+	threads map[string]cpuUse
+}
+
+// since is the use from from to u, never negative: per thread when both
+// were read per thread, so that a thread exiting between them (QEMU's
+// idle workers) does not take its earlier time off the difference; a
+// thread new since from counts whole.
+func (u cpuUse) since(from cpuUse) (ran, waited time.Duration) {
+	if u.threads == nil || from.threads == nil {
+		return max(0, u.ran-from.ran), max(0, u.waited-from.waited)
+	}
+	for tid, t := range u.threads {
+		f := from.threads[tid]
+		ran += max(0, t.ran-f.ran)
+		waited += max(0, t.waited-f.waited)
+	}
+	return ran, waited
 }
 
 // errNoCPUUse is a guest whose host CPU use the lab cannot read (an
@@ -29,7 +47,7 @@ func readCPUUse(pid int) (cpuUse, error) {
 	if err != nil {
 		return cpuUse{}, fmt.Errorf("failed to list QEMU's threads: %w", err)
 	}
-	var u cpuUse
+	u := cpuUse{threads: map[string]cpuUse{}}
 	read := 0
 	for _, e := range ents {
 		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "schedstat"))
@@ -42,6 +60,7 @@ func readCPUUse(pid int) (cpuUse, error) {
 		}
 		u.ran += ran
 		u.waited += waited
+		u.threads[e.Name()] = cpuUse{ran: ran, waited: waited}
 		read++
 	}
 	if read == 0 {
@@ -87,7 +106,8 @@ func measureShare(read func() (cpuUse, error), from cpuUse, fromOK bool, began t
 	if err != nil {
 		return sh
 	}
-	sh.ran, sh.waited, sh.measured = now.ran-from.ran, now.waited-from.waited, true
+	sh.ran, sh.waited = now.since(from)
+	sh.measured = true
 	return sh
 }
 

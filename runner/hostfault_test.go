@@ -26,10 +26,11 @@ func endedVM(t *testing.T, sh string) *vm {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", sh)
 	procgroup.Set(cmd)
+	v := &vm{cmd: cmd, console: newConsole(io.Discard), done: make(chan struct{}), stderr: newCapBuffer(qemuStderrHead, qemuStderrTail)}
+	cmd.Stderr = v.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	v := &vm{cmd: cmd, console: newConsole(io.Discard), done: make(chan struct{})}
 	v.console.copy(strings.NewReader("[    1.0] Linux version 6.1\n"))
 	go func() {
 		v.waitErr = cmd.Wait()
@@ -53,6 +54,9 @@ func TestQEMUKilledIsNoGuestDeath(t *testing.T) {
 		{name: "SIGKILL", sh: "kill -KILL $$", verdict: results.Error, reason: "SIGKILL"},
 		{name: "SIGSYS", sh: "kill -SYS $$", verdict: results.Error, reason: "SIGSYS"},
 		{name: "error status", sh: "exit 1", verdict: results.Error, reason: "status 1"},
+		// QEMU exits 0 on SIGTERM, saying so (checked on QEMU 7.2).
+		{name: "SIGTERM", sh: "echo 'qemu-system-x86_64: terminating on signal 15 from pid 4242 (kill)' >&2; exit 0",
+			verdict: results.Error, reason: "ended from the host"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &run{cfg: Config{OutDir: t.TempDir()}, s: windowScenario(t, ""), res: &results.Result{}, guest: endedVM(t, tc.sh)}

@@ -216,6 +216,10 @@ func (r *run) hangEvidence(ctx context.Context, h *hangError) {
 	r.res.Hang.Evidence = b.String()
 	h.facts.gathered, h.facts.running, h.facts.answered = true, !exited(r.guest), answered
 	h.facts.blocked, h.facts.looping = blockedTask(tasks, after), loopingAgent(tasks)
+	if h.facts.share.starved() && len(stuckTasks(tasks)) > 0 {
+		h.facts.still, h.facts.more = r.recheckStarved(ctx, tasks)
+		r.res.Hang.Evidence += fmt.Sprintf("--- rechecked while starved: %s; still stuck: %q ---\n", h.facts.more, h.facts.still)
+	}
 }
 
 // splats checks the console: every splat fails the run unless a no-splat

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,6 +35,21 @@ func chownTree(path string, uid, gid int, dirsOnly bool) error {
 		return nil
 	}
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+		// A file (or link) of its own: itself, through its folder's fd.
+		dfd, derr := unix.Open(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if derr != nil {
+			return fmt.Errorf("failed to give %s to uid %d: %w", path, uid, &os.PathError{Op: "open", Path: path, Err: derr})
+		}
+		defer unix.Close(dfd)
+		if dirsOnly {
+			return nil
+		}
+		if err := chownEntry(dfd, filepath.Base(path), path, uid, gid); err != nil {
+			return fmt.Errorf("failed to give %s to uid %d: %w", path, uid, err)
+		}
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("failed to give %s to uid %d: %w", path, uid, &os.PathError{Op: "open", Path: path, Err: err})
 	}
@@ -77,21 +93,37 @@ func chownDir(fd int, name string, uid, gid int, dirsOnly bool) error {
 		if dirsOnly {
 			continue
 		}
-		if err := unix.Fstatat(fd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			if errors.Is(err, unix.ENOENT) {
-				continue
-			}
-			return &os.PathError{Op: "stat", Path: child, Err: err}
+		if err := chownEntry(fd, e.Name(), child, uid, gid); err != nil {
+			return err
 		}
-		if int(st.Uid) == uid && int(st.Gid) == gid {
-			continue
-		}
-		if uid == UID && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 {
-			continue
-		}
-		if err := unix.Fchownat(fd, e.Name(), uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil && !errors.Is(err, unix.ENOENT) {
-			return &os.PathError{Op: "chown", Path: child, Err: err}
-		}
+	}
+	return nil
+}
+
+// chownEntry gives the entry n of folder dfd (not a folder: a file, a link
+// or a special file) to uid:gid through an O_PATH fd of the entry itself,
+// so that what is checked is what is chowned.
+func chownEntry(dfd int, n, name string, uid, gid int) error {
+	fd, err := unix.Openat(dfd, n, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &os.PathError{Op: "stat", Path: name, Err: err}
+	}
+	if int(st.Uid) == uid && int(st.Gid) == gid {
+		return nil
+	}
+	if uid == UID && st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Mode&unix.S_IFMT != unix.S_IFLNK && st.Nlink > 1 {
+		return nil // its other names may be outside: not given to the sandbox
+	}
+	if err := unix.Fchownat(fd, "", uid, gid, unix.AT_EMPTY_PATH); err != nil {
+		return &os.PathError{Op: "chown", Path: name, Err: err}
 	}
 	return nil
 }

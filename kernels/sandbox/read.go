@@ -63,7 +63,7 @@ func readBeneath(dir, rel string, max int64, resolve uint64) ([]byte, error) {
 // makes opening a FIFO return at once (a regular file ignores it); fstat
 // then refuses anything but a regular file.
 func openFile(dir, rel string, resolve uint64) (*os.File, error) {
-	d, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	d, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
@@ -102,7 +102,7 @@ func MkdirBeneath(dir, rel string, perm os.FileMode) error {
 // mkdirBeneath creates the folders parts below dir and returns an O_PATH fd
 // of the last (of dir itself when parts is empty).
 func mkdirBeneath(dir string, parts []string, perm os.FileMode) (int, error) {
-	pfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	pfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, &os.PathError{Op: "open", Path: dir, Err: err}
 	}

@@ -229,6 +229,10 @@ func TestOwnAndDisown(t *testing.T) {
 	if owner(t, file) != 0 || owner(t, filepath.Join(dir, "a", "c")) != 0 {
 		t.Error("Disown left entries owned by the sandbox's uid")
 	}
+	// A file of its own (a stub's target) is given by itself.
+	if err := Own(file); err != nil || owner(t, file) != UID {
+		t.Errorf("Own(a file) = %v, owner %d; want it given to %d", err, owner(t, file), UID)
+	}
 }
 
 // A process that leaves the command's process group (setsid) still dies
@@ -281,5 +285,34 @@ func TestBeneathFollowsNoSymlink(t *testing.T) {
 		if data, err := ReadBeneath(dir, rel); err != nil || string(data) != want {
 			t.Errorf("ReadBeneath(%s) = %q, %v; want %q", rel, data, err, want)
 		}
+	}
+}
+
+// No fd lab inherited without close-on-exec reaches the jail (a folder fd
+// would lead out of the chroot: fchdir), and of lab's environment only
+// what a build needs does (a CI token stays out of the build's log).
+func TestStartPassesNoFdOrSecret(t *testing.T) {
+	requireRoot(t)
+	fd, err := syscall.Open("/", syscall.O_RDONLY|syscall.O_DIRECTORY, 0) // no O_CLOEXEC, as inherited
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	t.Setenv("NAPILAB_TEST_TOKEN", "secret")
+	t.Setenv("CCACHE_DIR", "/ccache")
+	script := fmt.Sprintf(`if (: <&%d) 2>/dev/null; then echo fd-open; else echo fd-closed; fi; `+
+		`echo "token=${NAPILAB_TEST_TOKEN:-none} ccache=$CCACHE_DIR home=$HOME"`, fd)
+	cmd := exec.Command("sh", "-c", script)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	wait, err := Start(cmd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if want := "fd-closed\ntoken=none ccache=/ccache home=/nonexistent\n"; out.String() != want {
+		t.Errorf("jailed output = %q, want %q", out.String(), want)
 	}
 }

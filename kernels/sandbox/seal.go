@@ -147,15 +147,18 @@ func (w *walker) file(dfd int, name, n string) error {
 	}
 	f := os.NewFile(uintptr(fd), w.path(name))
 	defer f.Close()
+	// Checked before it is changed: a file with another name elsewhere
+	// is refused untouched.
+	if fi, err := f.Stat(); err != nil {
+		return err
+	} else if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file (%s)", f.Name(), fi.Mode().Type())
+	} else if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Nlink != 1 {
+		return fmt.Errorf("%s has another hard link", f.Name())
+	}
 	fi, err := w.own(f, name)
 	if err != nil {
 		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file (%s)", f.Name(), fi.Mode().Type())
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Nlink != 1 {
-		return fmt.Errorf("%s has another hard link", f.Name())
 	}
 	if w.bytes += fi.Size(); w.bytes > w.lim.Bytes {
 		return fmt.Errorf("%s holds over %d bytes", w.root, w.lim.Bytes)

@@ -112,6 +112,13 @@ func Start(cmd *exec.Cmd, mounts []Mount) (wait func() error, err error) {
 	if cmd.Dir == "" {
 		cmd.Dir = "/" // never the starting thread's folder, outside the root
 	}
+	// Only stdin, stdout, stderr and ExtraFiles may reach the jail: a
+	// folder fd lab inherited without close-on-exec would lead out of the
+	// chroot. Marking every other fd close-on-exec affects no child lab
+	// starts on purpose (those get their fds through ExtraFiles).
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("sandbox: failed to mark inherited fds close-on-exec: %w", err)
+	}
 	started, waited := make(chan error, 1), make(chan error, 1)
 	onOwnThread(func() {
 		if err := buildJail(mounts); err != nil {
@@ -192,8 +199,7 @@ func withTools(cmd *exec.Cmd, mounts []Mount) ([]Mount, error) {
 		}
 		path = append(path, d)
 	}
-	cmd.Env = append(slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }),
-		"PATH="+strings.Join(path, ":"))
+	cmd.Env = append(jailEnv(env), "PATH="+strings.Join(path, ":"), "HOME=/nonexistent")
 	if filepath.IsAbs(cmd.Path) && !slices.ContainsFunc(path, func(d string) bool { return within(cmd.Path, d) }) &&
 		!shown(filepath.Dir(cmd.Path)) {
 		name := filepath.Base(cmd.Path)
@@ -209,6 +215,23 @@ func withTools(cmd *exec.Cmd, mounts []Mount) ([]Mount, error) {
 		}
 	}
 	return mounts, nil
+}
+
+// jailEnv keeps of env only what a build may need: locale, time zone,
+// reproducibility and the settings lab gives ccache, kbuild and patch. Not
+// lab's PATH, HOME or TMPDIR (set for the jail), and nothing else: a
+// hostile Makefile could print a CI token into the log it keeps.
+func jailEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "LANG", k == "LANGUAGE", k == "TZ", k == "SOURCE_DATE_EPOCH", k == "PATCH_GET",
+			strings.HasPrefix(k, "LC_"), strings.HasPrefix(k, "CCACHE_"), strings.HasPrefix(k, "KBUILD_"):
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // envValue returns the value of key in env.
@@ -376,11 +399,13 @@ func bind(from, at string, write bool) error {
 	if err := unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("failed to expose %s to the build: %w", from, err)
 	}
-	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV)
+	// The whole tree read-only (when asked), no set-id and no devices:
+	// submounts too (a container's bind of /etc/hosts), unlike a remount.
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
 	if !write {
-		flags |= unix.MS_RDONLY
+		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
 	}
-	if err := unix.Mount("", target, "", flags, ""); err != nil {
+	if err := unix.MountSetattr(-1, target, unix.AT_RECURSIVE, &attr); err != nil {
 		return fmt.Errorf("failed to expose %s to the build: %w", from, err)
 	}
 	return nil
