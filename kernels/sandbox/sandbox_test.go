@@ -49,7 +49,8 @@ func TestStartJailsCommand(t *testing.T) {
 	}
 	hostTmp := filepath.Join(os.TempDir(), "napilab-jail-test-"+filepath.Base(dir))
 	t.Cleanup(func() { os.Remove(hostTmp) })
-	script := `id -u; id -G; ip -o link | wc -l; echo $$; ls /proc | wc -l; ` +
+	script := `id -u; id -G; ip -o link | wc -l; echo $$; n=$(ls -d /proc/[0-9]* | wc -l); [ "$n" -lt 5 ] && grep -q stack /proc/self/maps && echo own-proc; ` +
+		`[ -z "$(ls -A /.old)" ] && ! grep -q ' /.old' /proc/self/mountinfo && echo host-gone; ` +
 		`{ cat "$0" || echo pwned >> "$0"; } 2>/dev/null || echo victim-hidden; ` +
 		`ls "$3" 2>/dev/null || echo other-hidden; ` +
 		`{ echo x > "$2/out"; } 2>/dev/null || echo ro-denied; ` +
@@ -65,10 +66,10 @@ func TestStartJailsCommand(t *testing.T) {
 	if err := wait(); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
-	want := "65534\n65534\n1\n1\n0\nvictim-hidden\nother-hidden\nro-denied\nusr-denied\ntmp-ok\n"
+	want := "65534\n65534\n1\n1\nown-proc\nhost-gone\nvictim-hidden\nother-hidden\nro-denied\nusr-denied\ntmp-ok\n"
 	if out.String() != want {
-		t.Errorf("jailed output = %q, want %q (uid and groups 65534, only lo, pid 1, no /proc, "+
-			"nothing but its mounts, read-only where asked, a private /tmp)", out.String(), want)
+		t.Errorf("jailed output = %q, want %q (uid and groups 65534, only lo, pid 1, "+
+			"its own /proc, nothing but its mounts, read-only where asked, a private /tmp)", out.String(), want)
 	}
 	if data, _ := os.ReadFile(victim); string(data) != "root's\n" {
 		t.Errorf("root-owned file = %q, want it untouched", data)

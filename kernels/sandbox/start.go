@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -62,10 +63,10 @@ var systemDirs = []string{"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/l
 var devices = []string{"null", "zero", "full", "random", "urandom"}
 
 // Start starts cmd as UID:GID in a new user, mount, network and pid
-// namespace, chrooted into a jail: a fresh root holding the system's
+// namespace, pivoted into a jail: a fresh root holding the system's
 // programs and libraries read-only, a private /tmp and /dev/shm, the
-// device nodes in devices, no /proc, /sys, home or run folders, and the
-// given mounts. cmd writes only what UID owns among the writable mounts,
+// device nodes in devices, a /proc of its own pid namespace, no /sys,
+// home or run folders, and the given mounts. cmd writes only what UID owns among the writable mounts,
 // has no network, sees no process but its own, and reaches no other build,
 // cache folder or lab process. cmd.Dir defaults to / (inside the jail).
 //
@@ -97,21 +98,34 @@ func Start(cmd *exec.Cmd, mounts []Mount) (wait func() error, err error) {
 	// not escape the kill of the namespace's init), and it cannot signal
 	// or ptrace processes outside, such as QEMU running as the same uid.
 	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID
-	// UID is itself inside, with no supplementary groups; nothing else is
-	// mapped. Not the namespace's root: the child has no capabilities
-	// after exec, and GNU patch, which gives a new file its old owner,
-	// sees files of unmapped owners (shown as the overflow uid, UID) as
-	// its own. Chrooted, it cannot make user namespaces of its own either.
-	// setgroups is allowed because lab, not the child, writes the maps,
-	// and only GID is mapped.
-	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: UID, HostID: UID, Size: 1}}
-	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: GID, HostID: GID, Size: 1}}
-	a.Credential = &syscall.Credential{Uid: UID, Gid: GID}
+	// The child starts as the namespace's root, which is UID on the host
+	// (nothing else is mapped): enough to mount a /proc of its own pid
+	// namespace and pivot into the jail (see enterJail), never more than
+	// UID on the host's files. The command itself then runs as UID in a
+	// user namespace of its own, with no capability: GNU patch, which
+	// gives a new file its old owner, sees files of unmapped owners (the
+	// overflow uid, UID) as its own. setgroups is allowed because lab, not
+	// the child, writes the maps.
+	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: UID, Size: 1}}
+	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: GID, Size: 1}}
+	a.Credential = &syscall.Credential{Uid: 0, Gid: 0}
 	a.GidMappingsEnableSetgroups = true
-	a.Chroot = jailRoot
-	if cmd.Dir == "" {
-		cmd.Dir = "/" // never the starting thread's folder, outside the root
+	dir := cmd.Dir
+	if dir == "" {
+		dir = "/"
 	}
+	// The command by its name when it has no folder, so that it sees the
+	// argv[0] it was given (GNU patch names itself by it); the jail's PATH
+	// finds cmd.Path first (withTools).
+	prog := cmd.Path
+	if len(cmd.Args) > 0 && cmd.Args[0] != "" && !strings.Contains(cmd.Args[0], "/") {
+		prog = cmd.Args[0]
+	}
+	argv, err := enterJail(dir, prog, cmd.Args[1:])
+	if err != nil {
+		return nil, err
+	}
+	cmd.Path, cmd.Args, cmd.Dir = argv[0], argv, "/"
 	// Only stdin, stdout, stderr and ExtraFiles may reach the jail: a
 	// folder fd lab inherited without close-on-exec would lead out of the
 	// chroot. Marking every other fd close-on-exec affects no child lab
@@ -244,6 +258,62 @@ func envValue(env []string, key string) (string, bool) {
 	return "", false
 }
 
+// enterScript is the jail's entry, run by the namespace's root (UID on the
+// host) in the starting thread's mount namespace: it mounts a /proc of the
+// jail's own pid namespace (objtool reads /proc/self/maps; the host's /proc
+// must still be visible for that mount to be allowed), pivots into the
+// jail (through a bind of it made here: mounts inherited from lab are
+// locked, and pivot_root refuses a locked one) and detaches the host's tree (gone from the namespace: nothing to
+// escape to), then runs the command as UID in a new user namespace with no
+// capability and the parent-death signal set again. Arguments: jail,
+// folder, UID, GID, the five tools, the command.
+const enterScript = `set -e
+uid=$3 gid=$4 mount=$5 pivot_root=$6 umount=$7 unshare=$8 setpriv=$9
+"$mount" -n --rbind "$1" "$1"
+"$mount" -n -t proc -o nosuid,nodev,noexec proc "$1/proc"
+cd "$1"
+"$pivot_root" . .old
+"$umount" -n -l /.old
+cd "$2"
+shift 9
+exec "$unshare" --user --map-user="$uid" --map-group="$gid" -- "$setpriv" --pdeathsig KILL -- "$@"`
+
+// enterTools are the system's programs enterScript runs, looked up in
+// systemPath.
+var enterTools = []string{"mount", "pivot_root", "umount", "unshare", "setpriv"}
+
+// systemPath is where enterJail looks for its tools.
+const systemPath = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+// enterJail returns the argv that runs path with args as UID inside the
+// jail, in folder dir (a path inside the jail).
+func enterJail(dir, path string, args []string) ([]string, error) {
+	sh, err := lookSystem("sh")
+	if err != nil {
+		return nil, err
+	}
+	argv := []string{sh, "-c", enterScript, "napilab-jail", jailRoot, dir, strconv.Itoa(UID), strconv.Itoa(GID)}
+	for _, t := range enterTools {
+		p, err := lookSystem(t)
+		if err != nil {
+			return nil, err
+		}
+		argv = append(argv, p)
+	}
+	return append(append(argv, path), args...), nil
+}
+
+// lookSystem finds the system program name in systemPath.
+func lookSystem(name string) (string, error) {
+	for _, d := range filepath.SplitList(systemPath) {
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("sandbox: %s not found in %s (util-linux)", name, systemPath)
+}
+
 // onOwnThread runs fn in a new goroutine locked to a thread that is not
 // the main one and is retired, with the mounts only it sees, when fn
 // returns. Not the main thread: /proc/self shows its mounts, and the
@@ -309,7 +379,7 @@ func buildJail(mounts []Mount) error {
 			}
 		}
 	}
-	for _, d := range []string{"/tmp", "/dev", "/proc"} {
+	for _, d := range []string{"/tmp", "/dev", "/proc", "/.old"} {
 		if err := os.Mkdir(jailRoot+d, 0o755); err != nil {
 			return fmt.Errorf("failed to build the jail: %w", err)
 		}
