@@ -131,7 +131,7 @@ func readEntries(t *testing.T, archive []byte) []tarEntry {
 }
 
 // writeEntries joins entries into an archive.
-func writeEntries(t *testing.T, entries []tarEntry) []byte {
+func writeEntries(t testing.TB, entries []tarEntry) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)

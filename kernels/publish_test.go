@@ -180,7 +180,7 @@ func TestOldBuildRecord(t *testing.T) {
 	es[i].data = []byte(`{"spec": "crafted", "key": "` + craftedKey + `"}`)
 	es[i].hdr.Size = int64(len(es[i].data))
 	editEntriesManifest(t, es, i)
-	_, err = Unpack(context.Background(), bytes.NewReader(joinEntries(t, es)), nil, Options{CacheDir: root})
+	_, err = Unpack(context.Background(), bytes.NewReader(writeEntries(t, es)), nil, Options{CacheDir: root})
 	checkRefused(t, root, err, "written by an older lab")
 }
 
@@ -197,7 +197,7 @@ func editEntriesManifest(t *testing.T, es []tarEntry, i int) {
 }
 
 func TestUnpackRoom(t *testing.T) {
-	archive := joinEntries(t, craftEntries(t, goodFiles(), nil))
+	archive := writeEntries(t, craftEntries(t, goodFiles(), nil))
 	t.Run("over the total limit", func(t *testing.T) {
 		old := maxPackedTotal
 		maxPackedTotal = 100

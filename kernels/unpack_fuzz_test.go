@@ -12,10 +12,10 @@ import (
 // panic, write beside the cache, or write more than the archive holds (no
 // entry expands: every byte written came from the archive).
 func FuzzUnpack(f *testing.F) {
-	f.Add(joinEntries(f, craftEntries(f, goodFiles(), nil)))
+	f.Add(writeEntries(f, craftEntries(f, goodFiles(), nil)))
 	bad := goodFiles()
 	bad[ReleaseFile] = "../../../../etc/cron.d\n"
-	f.Add(joinEntries(f, craftEntries(f, bad, nil)))
+	f.Add(writeEntries(f, craftEntries(f, bad, nil)))
 	for _, name := range []string{"pax-0.0.tar", "pax-0.1.tar", "pax-1.0.tar", "gnu.tar"} {
 		raw, err := os.ReadFile(filepath.Join("testdata", "sparse", name))
 		if err != nil {

@@ -74,25 +74,6 @@ func craftEntries(t testing.TB, files, record map[string]string) []tarEntry {
 	return es
 }
 
-// joinEntries writes entries as a tar archive.
-func joinEntries(t testing.TB, es []tarEntry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range es {
-		hdr := e.hdr
-		if err := tw.WriteHeader(&hdr); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(e.data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 // checkRefused checks that Unpack into root failed saying want and left
 // nothing in the cache or beside it.
@@ -116,7 +97,7 @@ func checkRefused(t *testing.T, root string, err error, want string) {
 
 func TestUnpackCraftedArchive(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "cache")
-	arts, err := Unpack(context.Background(), bytes.NewReader(joinEntries(t, craftEntries(t, goodFiles(), nil))), nil, Options{CacheDir: root})
+	arts, err := Unpack(context.Background(), bytes.NewReader(writeEntries(t, craftEntries(t, goodFiles(), nil))), nil, Options{CacheDir: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +145,7 @@ func TestUnpackChecksBootedFiles(t *testing.T) {
 				}
 			}
 			root := filepath.Join(t.TempDir(), "cache")
-			_, err := Unpack(context.Background(), bytes.NewReader(joinEntries(t, craftEntries(t, files, record))), nil, Options{CacheDir: root})
+			_, err := Unpack(context.Background(), bytes.NewReader(writeEntries(t, craftEntries(t, files, record))), nil, Options{CacheDir: root})
 			checkRefused(t, root, err, tc.want)
 			if _, err := os.Lstat(filepath.Join(root, "kernels", craftedDir)); err == nil {
 				t.Error("the refused kernel was installed")
@@ -207,7 +188,7 @@ func TestUnpackRefusesEntryTypes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "cache")
-			archive := joinEntries(t, tc.tamper(craftEntries(t, goodFiles(), nil)))
+			archive := writeEntries(t, tc.tamper(craftEntries(t, goodFiles(), nil)))
 			_, err := Unpack(context.Background(), bytes.NewReader(archive), nil, Options{CacheDir: root})
 			checkRefused(t, root, err, tc.want)
 		})
