@@ -74,7 +74,6 @@ func craftEntries(t testing.TB, files, record map[string]string) []tarEntry {
 	return es
 }
 
-
 // checkRefused checks that Unpack into root failed saying want and left
 // nothing in the cache or beside it.
 func checkRefused(t *testing.T, root string, err error, want string) {
