@@ -290,7 +290,7 @@ func TestBeneathFollowsNoSymlink(t *testing.T) {
 }
 
 // No fd lab inherited without close-on-exec reaches the jail (a folder fd
-// would lead out of the chroot: fchdir), and of lab's environment only
+// would lead out of the jail: fchdir), and of lab's environment only
 // what a build needs does (a CI token stays out of the build's log).
 func TestStartPassesNoFdOrSecret(t *testing.T) {
 	requireRoot(t)

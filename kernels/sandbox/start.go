@@ -128,7 +128,7 @@ func Start(cmd *exec.Cmd, mounts []Mount) (wait func() error, err error) {
 	cmd.Path, cmd.Args, cmd.Dir = argv[0], argv, "/"
 	// Only stdin, stdout, stderr and ExtraFiles may reach the jail: a
 	// folder fd lab inherited without close-on-exec would lead out of the
-	// chroot. Marking every other fd close-on-exec affects no child lab
+	// jail (fchdir). Marking every other fd close-on-exec affects no child lab
 	// starts on purpose (those get their fds through ExtraFiles).
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("sandbox: failed to mark inherited fds close-on-exec: %w", err)
