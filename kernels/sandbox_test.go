@@ -32,12 +32,8 @@ func TestMakeRunsSandboxed(t *testing.T) {
 	t.Setenv("VICTIM", victim)
 	// A hostile make: records who it is, tries the host file, then builds.
 	bin := filepath.Join(dir, "bin")
-	if err := os.Rename(filepath.Join(bin, "make"), filepath.Join(bin, "make.real")); err != nil {
-		t.Fatal(err)
-	}
 	hostile := "#!/bin/sh\nid -u > \"${3#O=}/uid\"\necho pwned >> \"$VICTIM\"\nexec make.real \"$@\"\n"
-	writeFiles(t, bin, map[string]string{"make": hostile})
-	os.Chmod(filepath.Join(bin, "make"), 0o755)
+	hostileMake(t, bin, hostile)
 	os.Symlink(id, filepath.Join(bin, "id"))
 	a, err := Build(context.Background(), base, Options{CacheDir: l.root, Jobs: 1})
 	if err != nil {
@@ -96,9 +92,6 @@ func TestBuildFollowsNoPlantedSymlink(t *testing.T) {
 	}
 	t.Setenv("VICTIM", victim)
 	bin := filepath.Join(dir, "bin")
-	if err := os.Rename(filepath.Join(bin, "make"), filepath.Join(bin, "make.real")); err != nil {
-		t.Fatal(err)
-	}
 	hostile := `#!/bin/sh
 work=${3#O=}; eval target=\${$#}
 make.real "$@" || exit $?
@@ -107,8 +100,7 @@ if [ "$target" = bzImage ]; then
 	ln -sfn "$VICTIM" "$work/build.log"
 fi
 `
-	writeFiles(t, bin, map[string]string{"make": hostile})
-	os.Chmod(filepath.Join(bin, "make"), 0o755)
+	hostileMake(t, bin, hostile)
 	opts := Options{CacheDir: l.root, Jobs: 1}
 	for i := 0; i < 2; i++ {
 		a, err := Build(context.Background(), base, opts)
@@ -165,12 +157,8 @@ func TestBuildJailHidesOtherSpecs(t *testing.T) {
 	t.Setenv("BASE_OBJ", baseObj)
 	t.Setenv("BASE_CCACHE", l.ccacheDir(base.Name))
 	bin := filepath.Join(dir, "bin")
-	if err := os.Rename(filepath.Join(bin, "make"), filepath.Join(bin, "make.real")); err != nil {
-		t.Fatal(err)
-	}
 	hostile := "#!/bin/sh\necho 'int a = 666;' > \"$BASE_OBJ\" 2>/dev/null\ntouch \"$BASE_CCACHE/poison\" 2>/dev/null\nexec make.real \"$@\"\n"
-	writeFiles(t, bin, map[string]string{"make": hostile})
-	os.Chmod(filepath.Join(bin, "make"), 0o755)
+	hostileMake(t, bin, hostile)
 	writeFiles(t, dir, map[string]string{"evil.yaml": "name: evil\nbase:\n  tarball: src.tar.xz\nconfig:\n  fragments: [a.config]\n"})
 	evil, err := LoadSpec(filepath.Join(dir, "evil.yaml"))
 	if err != nil {
@@ -197,16 +185,11 @@ func TestBuildOtherSeriesStartsClean(t *testing.T) {
 	}
 	dir, _, l := fakeKbuildLab(t)
 	bin := filepath.Join(dir, "bin")
-	if err := os.Rename(filepath.Join(bin, "make"), filepath.Join(bin, "make.real")); err != nil {
-		t.Fatal(err)
-	}
 	hostile := `#!/bin/sh
 work=${3#O=}; eval target=\${$#}
 make.real "$@" || exit $?
-if [ "$target" = bzImage ] && [ -n "$PLANT" ]; then echo "int b = 666;" > "$work/b.o"; fi
+if [ "$target" = bzImage ] && @PLANT@; then echo "int b = 666;" > "$work/b.o"; fi
 `
-	writeFiles(t, bin, map[string]string{"make": hostile})
-	os.Chmod(filepath.Join(bin, "make"), 0o755)
 	build := func(diff string) string {
 		t.Helper()
 		writeFiles(t, dir, map[string]string{"solo.patch": diff,
@@ -222,10 +205,26 @@ if [ "$target" = bzImage ] && [ -n "$PLANT" ]; then echo "int b = 666;" > "$work
 		data, _ := os.ReadFile(a.BzImage)
 		return string(data)
 	}
-	writeFiles(t, bin, map[string]string{"make": strings.Replace(hostile, `[ -n "$PLANT" ]`, "true", 1)})
+	hostileMake(t, bin, strings.Replace(hostile, "@PLANT@", "true", 1))
 	build("--- a/a.c\n+++ b/a.c\n@@ -1 +1 @@\n-int a = 1;\n+int a = 11;\n")
-	writeFiles(t, bin, map[string]string{"make": strings.Replace(hostile, `[ -n "$PLANT" ]`, "false", 1)})
+	hostileMake(t, bin, strings.Replace(hostile, "@PLANT@", "false", 1))
 	if got := build("--- a/a.c\n+++ b/a.c\n@@ -1 +1 @@\n-int a = 1;\n+int a = 12;\n"); strings.Contains(got, "666") {
 		t.Errorf("the second series' kernel holds the object the first series planted: %q", got)
+	}
+}
+
+// hostileMake puts script in front of the fake make: it becomes make, the
+// fake make.real (moved once).
+func hostileMake(t *testing.T, bin, script string) {
+	t.Helper()
+	real := filepath.Join(bin, "make.real")
+	if _, err := os.Lstat(real); err != nil {
+		if err := os.Rename(filepath.Join(bin, "make"), real); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFiles(t, bin, map[string]string{"make": script})
+	if err := os.Chmod(filepath.Join(bin, "make"), 0o755); err != nil {
+		t.Fatal(err)
 	}
 }
