@@ -340,16 +340,18 @@ func (r *Result) Write(dir string) error {
 	if err != nil {
 		return fmt.Errorf("failed to write result: %w", err)
 	}
-	if err := writeAtomic(dir, ResultFile, append(b, '\n')); err != nil {
+	if err := WriteAtomic(filepath.Join(dir, ResultFile), append(b, '\n')); err != nil {
 		return fmt.Errorf("failed to write result: %w", err)
 	}
 	return nil
 }
 
-// writeAtomic replaces dir/name with data: temp file, fsync, rename, fsync
-// of dir.
-func writeAtomic(dir, name string, data []byte) error {
-	f, err := os.CreateTemp(dir, "."+name+".*")
+// WriteAtomic replaces path with data (mode 0644): a temp file beside it,
+// synced, renamed over path, and the folder synced. A crash leaves the old
+// file or the new one, never a part; on error the temp file is removed.
+func WriteAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
@@ -373,7 +375,7 @@ func writeAtomic(dir, name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
 	renamed = true

@@ -55,47 +55,10 @@ func SaveBaseline(dir string, b *Baseline) (string, error) {
 		return "", fmt.Errorf("failed to create the baseline folder: %w", err)
 	}
 	path := filepath.Join(dir, b.Name+".json")
-	if err := writeAtomic(path, append(data, '\n')); err != nil {
+	if err := results.WriteAtomic(path, append(data, '\n')); err != nil {
 		return "", fmt.Errorf("failed to save baseline %s: %w", b.Name, err)
 	}
 	return path, nil
-}
-
-// writeAtomic replaces path with data: a temp file in the same folder,
-// synced, renamed over path, and the folder synced.
-func writeAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // LoadBaselines reads every *.json in dir, sorted by name. A missing dir is
