@@ -412,11 +412,12 @@ func makeDev(tmpfs func(at, opts string) error) error {
 		return fmt.Errorf("failed to mount the jail's /dev: %w", err)
 	}
 	for _, n := range devices {
-		f, err := os.OpenFile(filepath.Join(dev, n), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
-		if err != nil {
+		// A mount point made without opening it: a build starting beside
+		// this one forks while we would hold it open for writing, and its
+		// child's copy of the fd keeps the /dev tmpfs from going read-only.
+		if err := unix.Mknod(filepath.Join(dev, n), unix.S_IFREG|0o666, 0); err != nil {
 			return fmt.Errorf("failed to build the jail: %w", err)
 		}
-		f.Close()
 		if err := unix.Mount("/dev/"+n, filepath.Join(dev, n), "", unix.MS_BIND, ""); err != nil {
 			return fmt.Errorf("failed to bind /dev/%s into the jail: %w", n, err)
 		}
