@@ -130,7 +130,7 @@ func (r *run) recheckStarved(ctx context.Context, first []wire.TaskStack) (still
 // thread running in the kernel outside the Go runtime's waits), "" if not.
 // A thread in napi_disable's usleep loop shows either way.
 func stuckTask(t wire.TaskStack) string {
-	if t.State == "D" || t.Comm == agentComm && t.State == "R" && !goRuntimeWait.MatchString(t.Stack) && splat.StackFrame(t.Stack) != "" {
+	if t.State == "D" || loopingFrame(t) != "" {
 		return fmt.Sprintf("%s (pid %d) stuck in the kernel", t.Comm, t.PID)
 	}
 	return ""
@@ -169,13 +169,20 @@ func blockedTask(tasks []wire.TaskStack, console string) string {
 // (not in the Go runtime's own waits); "" = none.
 func loopingAgent(tasks []wire.TaskStack) string {
 	for _, t := range tasks {
-		if t.Comm == agentComm && t.State == "R" && !goRuntimeWait.MatchString(t.Stack) {
-			if f := splat.StackFrame(t.Stack); f != "" {
-				return fmt.Sprintf("%s (pid %d) running in %s", t.Comm, t.PID, f)
-			}
+		if f := loopingFrame(t); f != "" {
+			return fmt.Sprintf("%s (pid %d) running in %s", t.Comm, t.PID, f)
 		}
 	}
 	return ""
+}
+
+// loopingFrame is the kernel function an agent thread t was caught running
+// in (runnable, not in the Go runtime's own waits), "" if none.
+func loopingFrame(t wire.TaskStack) string {
+	if t.Comm != agentComm || t.State != "R" || goRuntimeWait.MatchString(t.Stack) {
+		return ""
+	}
+	return splat.StackFrame(t.Stack)
 }
 
 // hostSignal matches QEMU's word when a signal from the host ended it.
