@@ -79,6 +79,9 @@ type Result struct {
 	Timings      Timings           `json:"timings"`
 	Asserts      []Assert          `json:"asserts"`
 	Steps        []Step            `json:"steps"`
+	// Knobs are the changes the timeline made to NAPI state, in the order
+	// they were issued: what results/model replays into expected states.
+	Knobs []Knob `json:"knobs,omitempty"`
 	Loads        []Load            `json:"loads,omitempty"`
 	// Figures are the run's numbers for comparisons: metric deltas ("softirqs.NET_RX"),
 	// rates ("…/s"), load rates ("flood.rx_pps"), latencies ("rr.p99_us") and who
@@ -209,10 +212,36 @@ type Assert struct {
 	TimingOnly bool `json:"timing_only,omitempty"`
 }
 
+// KindInvariant is the Kind of an invariant's outcome (results/model):
+// a rule of the kernel every run is checked against, not one a scenario wrote.
+const KindInvariant = "invariant"
+
 // Reason is how a failed assertion reads among a result's Reasons.
 func (a Assert) Reason() string {
 	return fmt.Sprintf("%s: measured %s, want %s", a.Name, a.Measured, a.Bound)
 }
+
+// Knob is one repetition of a step that changed a device's NAPI state:
+// threaded (sysfs or napi-set) or the link (down disables its NAPIs).
+type Knob struct {
+	Step  string  `json:"step"`
+	Line  int     `json:"line"`
+	Start float64 `json:"start"` // issued, seconds since the timeline began
+	Done  float64 `json:"done"`  // returned: the kernel had applied it by then
+	Netns string  `json:"netns,omitempty"`
+	Dev   string  `json:"dev"`
+	Queue *int    `json:"queue,omitempty"` // the NAPI of one RX queue; nil: every NAPI of Dev
+	Kind  string  `json:"kind"`            // KnobThreaded or KnobLink
+	Value string  `json:"value"`           // threaded: 0, 1, disabled, enabled, busy-poll; link: up, down
+	// Failed says the action returned an error: what it left is unknown.
+	Failed bool `json:"failed,omitempty"`
+}
+
+// Knob kinds.
+const (
+	KnobThreaded = "threaded"
+	KnobLink     = "link"
+)
 
 // Step is one timeline step as it ran.
 type Step struct {
@@ -320,6 +349,9 @@ func (r *Result) Title() string {
 	for _, measured := range []bool{true, false} {
 		for _, a := range r.Asserts {
 			if !a.Passed && (!measured || !a.Unmeasured) {
+				if a.Kind == KindInvariant {
+					return "invariant failed: " + a.Name
+				}
 				return "assertion failed: " + a.Name
 			}
 		}

@@ -119,13 +119,14 @@ func (t *timeline) edgesAfter(delays []time.Duration) {
 	}
 }
 
-// iterated records a repetition; for a step an each: assertion watches, it
+// iterated records a repetition (failed: the action returned an error);
+// for a step an each: assertion watches, it
 // snapshots when the action returned and again when the assertion's window
 // after that snapshot ends, or just before the next repetition is due,
 // whichever comes first: watching never stretches the step's period.
-func (t *timeline) iterated(ctx context.Context, st *scenarios.Step, i int, start, due time.Time, timedOut bool) {
+func (t *timeline) iterated(ctx context.Context, st *scenarios.Step, i int, start, due time.Time, timedOut, failed bool) {
 	rel := func(at time.Time) float64 { return at.Sub(t.start).Seconds() }
-	it := iteration{start: rel(start), done: rel(time.Now()), until: rel(due), value: st.Value(i), from: -1, to: -1}
+	it := iteration{start: rel(start), done: rel(time.Now()), until: rel(due), value: st.Value(i), from: -1, to: -1, failed: failed || timedOut}
 	within := t.watched(st)
 	if within > 0 && !timedOut {
 		it.from = t.edge(ctx)

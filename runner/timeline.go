@@ -84,10 +84,11 @@ type timeline struct {
 // iteration is one repetition of a step's action, in seconds since the
 // timeline began.
 type iteration struct {
-	start float64 // the action was issued
-	done  float64 // it returned: what it set holds from here
-	until float64 // the next repetition is due (the end of this one's span)
-	value string  // what it set (scenarios.Step.Value)
+	start  float64 // the action was issued
+	done   float64 // it returned: what it set holds from here
+	until  float64 // the next repetition is due (the end of this one's span)
+	value  string  // what it set (scenarios.Step.Value)
+	failed bool    // the action returned an error: what it set is unknown
 	// from and to are the host times of the edge snapshots an each:
 	// assertion measures between (-1: not taken).
 	from, to float64
@@ -341,7 +342,7 @@ func (t *timeline) repeatUntil(ctx context.Context, st *scenarios.Step, name str
 		timedOut := actx.Err() == context.DeadlineExceeded && ctx.Err() == nil ||
 			errors.Is(err, context.DeadlineExceeded) && errors.Is(context.Cause(ctx), errSiblingFailed)
 		cancel()
-		t.iterated(ctx, st, i, iterStart, next.Add(st.Every.D()), timedOut)
+		t.iterated(ctx, st, i, iterStart, next.Add(st.Every.D()), timedOut, err != nil)
 		switch {
 		case timedOut:
 			share := measureShare(t.cpu, use0, use0Err == nil, iterStart)

@@ -65,12 +65,16 @@ func (r *run) finish(err error) {
 	if r.guest != nil {
 		res.Asserts = append(res.Asserts, r.splats())
 	}
+	if r.tl != nil {
+		res.Knobs = r.tl.knobs()
+	}
 	if r.tl != nil && err == nil {
 		for _, a := range r.s.Asserts {
 			if a.NoSplat == nil {
 				res.Asserts = append(res.Asserts, r.tl.evaluate(a))
 			}
 		}
+		res.Asserts = append(res.Asserts, r.tl.invariants(res.Knobs)...)
 	}
 	for _, a := range res.Asserts {
 		if !a.Passed {

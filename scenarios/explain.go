@@ -100,6 +100,7 @@ func (s *Scenario) Explain(w io.Writer) {
 	for _, a := range s.Asserts {
 		fmt.Fprintf(w, "  - %s\n", explainAssert(a))
 	}
+	s.explainInvariants(w)
 	explainPerf(w, s.Perf)
 }
 

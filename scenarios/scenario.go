@@ -36,6 +36,9 @@ type Scenario struct {
 	Flavours map[string]FlavourParams `yaml:"flavours"`
 	// Perf compares the tested kernel with a baseline against budgets.
 	Perf *Perf `yaml:"perf"`
+	// Invariants turns off the model's invariants (results/model) that do
+	// not hold for this scenario, each with its reason.
+	Invariants Invariants `yaml:"invariants"`
 
 	// Path is the file the scenario came from.
 	Path string `yaml:"-"`

@@ -182,6 +182,7 @@ func (s *Scenario) validate(c *collector, params map[string]string) {
 		k.assert(a)
 	}
 	k.injects()
+	k.invariants()
 	k.kernelReq()
 	k.perf()
 }

@@ -249,7 +249,7 @@ var runPage = template.Must(template.New("run").Funcs(repFuncs).Parse(`<!DOCTYPE
 <table><tr><th>#</th><th>assertion</th><th>kind</th><th>measured</th><th>bound</th><th>result</th></tr>
 {{- range $i, $a := $r.Asserts}}
 <tr{{if not $a.Passed}} class="fail"{{end}}><td class="num">{{inc $i}}</td><td>{{$a.Name}}{{if $a.Line}} <span class="small">line {{$a.Line}}</span>{{end}}{{if and $a.Detail (not $a.Passed)}}<div class="small">{{$a.Detail}}</div>{{end}}</td>
-<td>{{$a.Kind}}</td><td>{{$a.Measured}}{{if $a.Window}}<div class="small">{{$a.Window}}</div>{{end}}</td><td>{{$a.Bound}}</td><td>{{if $a.Passed}}<span class="ok">pass</span>{{else if $a.Unmeasured}}<span class="bad">not measured</span>{{else}}<span class="bad">FAIL</span>{{end}}</td></tr>
+<td>{{$a.Kind}}</td><td>{{$a.Measured}}{{if $a.Window}}<div class="small">{{$a.Window}}</div>{{end}}</td><td>{{$a.Bound}}</td><td>{{if and $a.Passed $a.Unmeasured}}<span class="small">not judged</span>{{else if $a.Passed}}<span class="ok">pass</span>{{else if $a.Unmeasured}}<span class="bad">not measured</span>{{else}}<span class="bad">FAIL</span>{{end}}</td></tr>
 {{- end}}
 </table>
 {{- else}}<p class="small">no assertion was evaluated</p>{{end}}

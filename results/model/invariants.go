@@ -1,0 +1,269 @@
+package model
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"napilab/results"
+	"napilab/results/metrics"
+)
+
+// Rule is one invariant: the poll contexts that must not poll a NAPI in a
+// state, once a change has had Grace seconds to take effect.
+type Rule struct {
+	Name string
+	// Doc says what the rule checks and the kernel code it rests on
+	// (net/core/dev.c of 6.1.192; 6.12.117's line in brackets).
+	Doc string
+	// Grace is how long the old context may go on polling after the change
+	// that set the state returned (see Rules).
+	Grace     float64
+	applies   func(State) bool
+	forbidden []string // contexts as the agent reports them
+}
+
+// Rules are the invariants every run is checked against. Their graces come
+// from the settle times measured under TCG (docs/invariants.md).
+var Rules = []*Rule{
+	{
+		Name: "threaded-not-softirq",
+		Doc: "A NAPI in threaded mode is polled by its own kthread (or a busy-poller), never by the NET_RX " +
+			"softirq or ksoftirqd: ____napi_schedule wakes napi->thread when NAPI_STATE_THREADED is set and " +
+			"only otherwise adds the NAPI to the softirq's poll list (dev.c:4497 [4697]); dev_set_threaded " +
+			"notes that a NAPI being polled switches at its next napi_schedule (dev.c:6495), so a NAPI kept busy " +
+			"in net_rx_action's repoll list (__napi_poll's *repoll, dev.c:6699 [7014]) stays there until it completes.",
+		Grace:     0.5,
+		applies:   func(s State) bool { return !s.Down && (s.Mode == ModeThreaded || s.Mode == ModeBusyPoll) },
+		forbidden: []string{"softirq", "ksoftirqd"},
+	},
+	{
+		Name: "softirq-not-kthread",
+		Doc: "A NAPI in softirq mode is never polled by a napi/ kthread: the kthread polls only after " +
+			"____napi_schedule set NAPI_STATE_SCHED_THREADED or woke it (napi_thread_wait, dev.c:6724 [7039]), " +
+			"which it does only for a NAPI with NAPI_STATE_THREADED; a kthread that was polling finishes its " +
+			"repoll loop first (napi_threaded_poll, dev.c:6752 [7102]).",
+		Grace:     0.5,
+		applies:   func(s State) bool { return !s.Down && s.Mode == ModeSoftirq },
+		forbidden: []string{"kthread"},
+	},
+	{
+		Name: "down-not-polled",
+		Doc: "A NAPI of a device that is down is not polled by anyone: the driver's ndo_stop calls " +
+			"napi_disable, which returns only once it owns NAPI_STATE_SCHED (dev.c:6551 [6868]); until " +
+			"napi_enable, napi_schedule_prep refuses (NAPIF_STATE_DISABLE, dev.c:6142 [6377]) and so does " +
+			"busy polling (napi_busy_loop, dev.c:6359 [6613]).",
+		Grace:     0.05,
+		applies:   func(s State) bool { return s.Down },
+		forbidden: []string{"softirq", "ksoftirqd", "kthread", "busypoll"},
+	},
+}
+
+// RuleNamed returns the invariant called name, or nil.
+func RuleNamed(name string) *Rule {
+	for _, r := range Rules {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// Names lists the invariants' names.
+func Names() []string {
+	var out []string
+	for _, r := range Rules {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+// Snapshot is one read of the napi_polls source: its lines, and when the
+// guest read it (host seconds since the timeline began: From the read's
+// start, To its end).
+type Snapshot struct {
+	From, To float64
+	Lines    []metrics.PollLine
+}
+
+// Window is a NAPI between two snapshots, in the state the knobs left it,
+// with the polls a forbidden context made there (by context, then CPU).
+type Window struct {
+	NAPI     NAPI
+	From, To float64
+	State    State
+	Polls    map[string]map[int]uint64
+	After    float64 // seconds from the change that set State to From (-1: no change)
+}
+
+// Outcome is what a rule found in a run.
+type Outcome struct {
+	Rule     *Rule
+	Judged   int      // windows of a NAPI settled in the rule's state
+	NAPIs    int      // NAPIs judged
+	Unsure   int      // windows in the state with a change under way
+	Broken   []Window // windows where a forbidden context polled past the grace
+	Settling int      // windows within the grace where a forbidden context still polled
+	Settle   float64  // the longest of those: seconds from the change to the window's end
+}
+
+// Check replays knobs over the snapshots and returns an outcome for every
+// rule whose state the run reached (a rule never exercised is left out).
+func Check(knobs []results.Knob, snaps []Snapshot, rules []*Rule) []Outcome {
+	outs := make([]Outcome, len(rules))
+	judged := make([]map[NAPI]bool, len(rules))
+	for i := range rules {
+		outs[i].Rule, judged[i] = rules[i], map[NAPI]bool{}
+	}
+	for i := 1; i < len(snaps); i++ {
+		a, b := snaps[i-1], snaps[i]
+		from, to := a.From, b.To
+		prev := tally(a.Lines)
+		for n, cur := range tally(b.Lines) {
+			st, ok := stateIn(knobs, n, from, to)
+			for ri, r := range rules {
+				o := &outs[ri]
+				if !r.applies(st) {
+					continue
+				}
+				if !ok {
+					o.Unsure++
+					continue
+				}
+				o.Judged++
+				judged[ri][n] = true
+				bad := forbiddenPolls(r, prev[n], cur)
+				if len(bad) == 0 {
+					continue
+				}
+				w := Window{NAPI: n, From: from, To: to, State: st, Polls: bad, After: -1}
+				if st.By != nil {
+					w.After = from - st.By.Done
+				}
+				if w.After >= 0 && w.After < r.Grace {
+					o.Settling++
+					o.Settle = max(o.Settle, to-st.By.Done)
+					continue
+				}
+				o.Broken = append(o.Broken, w)
+			}
+		}
+	}
+	var out []Outcome
+	for i, o := range outs {
+		o.NAPIs = len(judged[i])
+		if o.Judged+o.Unsure > 0 {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// polls are one snapshot's cumulative polls per NAPI, context and CPU.
+type polls map[string]map[int]uint64
+
+// tally sums a snapshot's lines over tasks.
+func tally(lines []metrics.PollLine) map[NAPI]polls {
+	out := map[NAPI]polls{}
+	for _, l := range lines {
+		n := NAPI{l.Dev, l.NAPI}
+		if out[n] == nil {
+			out[n] = polls{}
+		}
+		if out[n][l.Context] == nil {
+			out[n][l.Context] = map[int]uint64{}
+		}
+		out[n][l.Context][l.CPU] += l.Polls
+	}
+	return out
+}
+
+// forbiddenPolls returns the polls r forbids between two tallies.
+func forbiddenPolls(r *Rule, prev, cur polls) map[string]map[int]uint64 {
+	var bad map[string]map[int]uint64
+	for _, ctx := range r.forbidden {
+		for cpu, c := range cur[ctx] {
+			p := prev[ctx][cpu]
+			if c <= p {
+				continue // none, or the agent's map lost the entry
+			}
+			if bad == nil {
+				bad = map[string]map[int]uint64{}
+			}
+			if bad[ctx] == nil {
+				bad[ctx] = map[int]uint64{}
+			}
+			bad[ctx][cpu] = c - p
+		}
+	}
+	return bad
+}
+
+// Assert is the outcome as a run's results record it (Kind invariant): it
+// fails on a broken window; a rule exercised but never settled for a whole
+// window is not measured, which passes (the run asked for nothing).
+func (o Outcome) Assert() results.Assert {
+	r := o.Rule
+	a := results.Assert{Name: r.Name, Kind: results.KindInvariant, Passed: len(o.Broken) == 0, Bound: r.Bound()}
+	switch {
+	case o.Judged == 0:
+		a.Unmeasured = true
+		a.Measured = fmt.Sprintf("not measured: %d windows in that state, each with a change under way", o.Unsure)
+	case len(o.Broken) > 0:
+		a.Measured = fmt.Sprintf("%d of %d windows of %d NAPIs broke it", len(o.Broken), o.Judged, o.NAPIs)
+		a.Detail = o.Broken[0].describe()
+		for _, w := range o.Broken {
+			a.Spans = append(a.Spans, [2]float64{w.From, w.To})
+		}
+	default:
+		a.Measured = fmt.Sprintf("held in %d windows of %d NAPIs", o.Judged, o.NAPIs)
+	}
+	if o.Settling > 0 {
+		a.Measured += fmt.Sprintf("; %d windows settling, the last %.2fs after a change", o.Settling, o.Settle)
+	}
+	return a
+}
+
+// Bound says what the rule allows: "no softirq, ksoftirqd poll of a NAPI in
+// threaded mode (from 0.50s after the change)".
+func (r *Rule) Bound() string {
+	return fmt.Sprintf("no %s poll of a NAPI %s%s", strings.Join(r.forbidden, ", "), stateWords(r), graceWords(r.Grace))
+}
+
+func stateWords(r *Rule) string {
+	switch r.Name {
+	case "threaded-not-softirq":
+		return "in threaded mode"
+	case "softirq-not-kthread":
+		return "in softirq mode"
+	}
+	return "of a device that is down"
+}
+
+func graceWords(g float64) string {
+	if g == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (from %.2fs after the change)", g)
+}
+
+// describe says what a broken window saw: "eth0/rx-0: 12 softirq polls
+// (cpu0 9, cpu1 3) in 3.21-3.43s, 0.52s after step ... set threaded=1 at 2.69s".
+func (w Window) describe() string {
+	var parts []string
+	for _, ctx := range slices.Sorted(maps.Keys(w.Polls)) {
+		var total uint64
+		var cpus []string
+		for _, cpu := range slices.Sorted(maps.Keys(w.Polls[ctx])) {
+			total += w.Polls[ctx][cpu]
+			cpus = append(cpus, fmt.Sprintf("cpu%d %d", cpu, w.Polls[ctx][cpu]))
+		}
+		parts = append(parts, fmt.Sprintf("%d %s polls (%s)", total, ctx, strings.Join(cpus, ", ")))
+	}
+	when := fmt.Sprintf("in %.2f-%.2fs", w.From, w.To)
+	if w.After >= 0 {
+		when += fmt.Sprintf(", %.2fs after %s", w.After, w.State.describe())
+	}
+	return fmt.Sprintf("%s: %s %s", w.NAPI, strings.Join(parts, ", "), when)
+}

@@ -1,0 +1,121 @@
+// Package model replays the NAPI knobs a run turned (results.Knob) into the
+// state each NAPI was expected to be in, window by window, and checks who
+// polled it (the agent's napi_polls snapshots) against the kernel's rules:
+// the invariants every run is checked for, whatever its scenario asserts.
+// It is pure: a run's record in, outcomes out.
+package model
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"napilab/results"
+)
+
+// Mode is what polls a NAPI: its threaded setting.
+type Mode int
+
+// The modes. A NAPI's mode is unknown before the run sets it (the lab does
+// not read the boot state) and after a change the kernel refused.
+const (
+	ModeUnknown  Mode = iota
+	ModeSoftirq       // threaded 0 / disabled: the NET_RX softirq (or ksoftirqd) polls it
+	ModeThreaded      // threaded 1 / enabled: its napi/ kthread polls it
+	ModeBusyPoll      // threaded busy-poll (6.19+): its kthread polls it, busy polling
+)
+
+func (m Mode) String() string {
+	return [...]string{"unknown", "softirq", "threaded", "threaded busy-poll"}[m]
+}
+
+// modeOf reads a threaded knob's value: sysfs takes 0 and 1, napi-set the
+// netdev_napi_threaded names.
+func modeOf(v string) Mode {
+	switch strings.TrimSpace(v) {
+	case "0", "disabled":
+		return ModeSoftirq
+	case "1", "enabled":
+		return ModeThreaded
+	case "busy-poll", "2":
+		return ModeBusyPoll
+	}
+	return ModeUnknown
+}
+
+// NAPI names one NAPI as the agent reports it: the device and rx-<queue>
+// (or backlog, or <role>@<address> before it returned a packet).
+type NAPI struct {
+	Dev, Name string
+}
+
+func (n NAPI) String() string { return n.Dev + "/" + n.Name }
+
+// queue returns the RX queue of an rx-<n> NAPI.
+func (n NAPI) queue() (int, bool) {
+	q, ok := strings.CutPrefix(n.Name, "rx-")
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(q)
+	return i, err == nil
+}
+
+// State is what a NAPI was expected to be through a window: its mode, its
+// device up or down, and the change that last set either (nil: none did).
+type State struct {
+	Mode Mode
+	Down bool
+	By   *results.Knob
+}
+
+// stateIn replays the knobs that touch n and returns its state through
+// [from, to] (host seconds since the timeline began). ok is false when a
+// change was under way in the window (issued before to, returned after
+// from): the kernel applied it somewhere in its span, so the window holds
+// two states; st is then the state the window ended in. A knob naming one queue leaves a NAPI of unknown queue
+// unknown from then on.
+func stateIn(knobs []results.Knob, n NAPI, from, to float64) (st State, ok bool) {
+	q, qok := n.queue()
+	linkKnown, settled := true, true
+	for i := range knobs {
+		k := &knobs[i]
+		if k.Dev != n.Dev || k.Start >= to {
+			continue
+		}
+		if k.Done > from {
+			settled = false
+		}
+		switch {
+		case k.Kind == results.KnobLink:
+			// A refused link change leaves the link unknown until the next.
+			st.Down, linkKnown = k.Value == "down", !k.Failed
+		case k.Kind != results.KnobThreaded:
+			continue
+		case k.Queue != nil && !qok:
+			st.Mode = ModeUnknown
+		case k.Queue != nil && *k.Queue != q:
+			continue
+		case k.Failed:
+			st.Mode = ModeUnknown
+		default:
+			st.Mode = modeOf(k.Value)
+		}
+		st.By = k
+	}
+	return st, linkKnown && settled
+}
+
+// describe says which change set a state: "'toggle threaded' (line 40)
+// set threaded=1 at 2.69s".
+func (s State) describe() string {
+	if s.By == nil {
+		return "set by no step"
+	}
+	k := s.By
+	what := k.Kind + "=" + k.Value
+	if k.Kind == results.KnobLink {
+		what = "link " + k.Value
+	}
+	return fmt.Sprintf("step %q (line %d) set %s at %.2fs", k.Step, k.Line, what, k.Done)
+}

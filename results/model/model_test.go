@@ -1,0 +1,191 @@
+package model
+
+import (
+	"strings"
+	"testing"
+
+	"napilab/results"
+	"napilab/results/metrics"
+)
+
+// snaps builds snapshots every 0.2 s from 0 to end; polls(t) gives the
+// cumulative lines read at t.
+func snaps(end float64, polls func(t float64) []metrics.PollLine) []Snapshot {
+	var out []Snapshot
+	for t := 0.0; t <= end+1e-9; t += 0.2 {
+		out = append(out, Snapshot{From: t, To: t + 0.01, Lines: polls(t)})
+	}
+	return out
+}
+
+// counter counts one poll every 0.01 s of the spans where on(t) holds.
+func counter(on func(t float64) bool) func(t float64) uint64 {
+	return func(t float64) uint64 {
+		var n uint64
+		for x := 0.0; x < t; x += 0.01 {
+			if on(x) {
+				n++
+			}
+		}
+		return n
+	}
+}
+
+func line(dev, napi, ctx string, cpu int, polls uint64) metrics.PollLine {
+	return metrics.PollLine{Dev: dev, NAPI: napi, Context: ctx, CPU: cpu, PID: 1, Polls: polls}
+}
+
+func threaded(start, done float64, v string) results.Knob {
+	return results.Knob{Step: "flip", Line: 7, Start: start, Done: done, Dev: "eth0", Kind: results.KnobThreaded, Value: v}
+}
+
+func outcome(t *testing.T, outs []Outcome, name string) Outcome {
+	t.Helper()
+	for _, o := range outs {
+		if o.Rule.Name == name {
+			return o
+		}
+	}
+	t.Fatalf("no outcome for %s in %v", name, outs)
+	return Outcome{}
+}
+
+func TestThreadedNotSoftirq(t *testing.T) {
+	knobs := []results.Knob{threaded(1.0, 1.05, "1")}
+	for _, tc := range []struct {
+		name         string
+		softirqUntil float64 // softirq keeps polling eth0/rx-0 until then
+		broken       int
+		settling     bool
+	}{
+		{"switches at once", 1.05, 0, false},
+		{"settles within the grace", 1.3, 0, true},
+		{"softirq past the grace", 2.5, 5, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			soft := counter(func(x float64) bool { return x < tc.softirqUntil })
+			kth := counter(func(x float64) bool { return x >= 1.05 })
+			s := snaps(3, func(x float64) []metrics.PollLine {
+				return []metrics.PollLine{line("eth0", "rx-0", "softirq", 0, soft(x)), line("eth0", "rx-0", "kthread", 1, kth(x))}
+			})
+			o := outcome(t, Check(knobs, s, Rules), "threaded-not-softirq")
+			if len(o.Broken) != tc.broken || (o.Settling > 0) != tc.settling || o.NAPIs != 1 || o.Judged == 0 {
+				t.Fatalf("broken %d settling %d napis %d judged %d, want broken %d settling %v", len(o.Broken), o.Settling, o.NAPIs, o.Judged, tc.broken, tc.settling)
+			}
+			a := o.Assert()
+			if a.Passed != (tc.broken == 0) || a.Kind != results.KindInvariant || a.Unmeasured {
+				t.Fatalf("assert %+v", a)
+			}
+			if tc.broken > 0 && !strings.Contains(a.Detail, `eth0/rx-0: `) || tc.broken > 0 && !strings.Contains(a.Detail, `after step "flip" (line 7) set threaded=1 at 1.05s`) {
+				t.Errorf("detail %q", a.Detail)
+			}
+			// Softirq polls while threaded=0 (before the knob) are allowed.
+			if so := outcome(t, Check(knobs, s, Rules), "threaded-not-softirq"); so.Broken != nil && so.Broken[0].From < 1 {
+				t.Errorf("a window before the change was judged: %+v", so.Broken[0])
+			}
+		})
+	}
+}
+
+func TestSoftirqNotKthreadPerNAPI(t *testing.T) {
+	// napi-set threaded=disabled on queue 1 only: rx-0 stays threaded, rx-1
+	// must no longer be polled by its kthread; a NAPI of unknown queue is
+	// not judged.
+	q1 := 1
+	knobs := []results.Knob{threaded(0.1, 0.15, "1"), {Step: "one queue", Line: 9, Start: 1, Done: 1.02, Dev: "eth0", Queue: &q1, Kind: results.KnobThreaded, Value: "disabled"}}
+	kth := counter(func(x float64) bool { return x > 0.2 })
+	s := snaps(3, func(x float64) []metrics.PollLine {
+		return []metrics.PollLine{line("eth0", "rx-0", "kthread", 0, kth(x)), line("eth0", "rx-1", "kthread", 1, kth(x)), line("eth0", "tx@ffff", "kthread", 1, kth(x))}
+	})
+	o := outcome(t, Check(knobs, s, Rules), "softirq-not-kthread")
+	if len(o.Broken) == 0 || o.NAPIs != 1 {
+		t.Fatalf("want rx-1 broken, alone judged: %+v", o)
+	}
+	for _, w := range o.Broken {
+		if w.NAPI.Name != "rx-1" {
+			t.Errorf("judged %s", w.NAPI)
+		}
+	}
+	if !strings.Contains(o.Assert().Detail, "eth0/rx-1: ") || !strings.Contains(o.Assert().Detail, "kthread polls (cpu1 ") {
+		t.Errorf("detail %q", o.Assert().Detail)
+	}
+}
+
+func TestDownNotPolled(t *testing.T) {
+	knobs := []results.Knob{{Step: "bounce", Line: 3, Start: 1, Done: 1.1, Dev: "eth0", Kind: results.KnobLink, Value: "down"},
+		{Step: "bounce", Line: 3, Start: 2, Done: 2.1, Dev: "eth0", Kind: results.KnobLink, Value: "up"}}
+	for _, tc := range []struct {
+		name   string
+		poll   func(x float64) bool
+		broken bool
+	}{
+		{"quiet while down", func(x float64) bool { return x < 1.05 || x > 2.05 }, false},
+		{"busy poll while down", func(x float64) bool { return x < 1.05 || x > 1.5 }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := counter(tc.poll)
+			s := snaps(3, func(x float64) []metrics.PollLine {
+				return []metrics.PollLine{line("eth0", "rx-0", "busypoll", 0, c(x)), line("vrx", "rx-0", "softirq", 0, c(x))}
+			})
+			o := outcome(t, Check(knobs, s, Rules), "down-not-polled")
+			if (len(o.Broken) > 0) != tc.broken || o.NAPIs != 1 {
+				t.Fatalf("%+v", o)
+			}
+		})
+	}
+}
+
+func TestUnsettledIsNotMeasured(t *testing.T) {
+	// Every window holds a flip: nothing can be judged, and that passes.
+	var knobs []results.Knob
+	for x := 0.05; x < 3; x += 0.1 {
+		knobs = append(knobs, threaded(x, x+0.02, []string{"1", "0"}[int(x*10)%2]))
+	}
+	c := counter(func(float64) bool { return true })
+	s := snaps(3, func(x float64) []metrics.PollLine {
+		return []metrics.PollLine{line("eth0", "rx-0", "softirq", 0, c(x)), line("eth0", "rx-0", "kthread", 0, c(x))}
+	})
+	for _, o := range Check(knobs, s, Rules) {
+		if o.Judged != 0 || o.Unsure == 0 {
+			t.Fatalf("%s: judged %d unsure %d", o.Rule.Name, o.Judged, o.Unsure)
+		}
+		if a := o.Assert(); !a.Passed || !a.Unmeasured || !strings.HasPrefix(a.Measured, "not measured") {
+			t.Errorf("%+v", a)
+		}
+	}
+}
+
+func TestNotExercisedLeftOut(t *testing.T) {
+	c := counter(func(float64) bool { return true })
+	s := snaps(1, func(x float64) []metrics.PollLine { return []metrics.PollLine{line("eth0", "rx-0", "softirq", 0, c(x))} })
+	if outs := Check(nil, s, Rules); len(outs) != 0 {
+		t.Fatalf("no knob turned, yet %d outcomes", len(outs))
+	}
+	// A refused change leaves the mode unknown: not judged either.
+	k := threaded(0.1, 0.2, "1")
+	k.Failed = true
+	if outs := Check([]results.Knob{k}, s, Rules); len(outs) != 0 {
+		t.Fatalf("a refused change was judged: %+v", outs)
+	}
+}
+
+func TestLostEntryIsNoPoll(t *testing.T) {
+	// A count that went down (the agent's map lost the entry) is no poll.
+	knobs := []results.Knob{threaded(0, 0.01, "1")}
+	s := []Snapshot{{From: 1, To: 1, Lines: []metrics.PollLine{line("eth0", "rx-0", "softirq", 0, 50)}},
+		{From: 1.2, To: 1.2, Lines: []metrics.PollLine{line("eth0", "rx-0", "softirq", 0, 3)}}}
+	if o := outcome(t, Check(knobs, s, Rules), "threaded-not-softirq"); len(o.Broken) != 0 || o.Judged != 1 {
+		t.Fatalf("%+v", o)
+	}
+}
+
+func TestModeOf(t *testing.T) {
+	for v, m := range map[string]Mode{"0": ModeSoftirq, "1\n": ModeThreaded, "disabled": ModeSoftirq, "enabled": ModeThreaded, "busy-poll": ModeBusyPoll, "x": ModeUnknown} {
+		if got := modeOf(v); got != m {
+			t.Errorf("modeOf(%q) = %v, want %v", v, got, m)
+		}
+	}
+	if RuleNamed("down-not-polled") == nil || RuleNamed("nope") != nil || len(Names()) != len(Rules) {
+		t.Error("RuleNamed/Names")
+	}
+}

@@ -1,0 +1,118 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"napilab/images/wire"
+	"napilab/results"
+	"napilab/scenarios"
+)
+
+// knobTimeline is busy-poll-threaded with its flips recorded: threaded=1 at
+// 1.0s, a failed threaded=0 at 2.0s, the link down at 3.0s; softirqUntil
+// is when softirq stops polling eth0/rx-0 (the kthread polls from 1.0s).
+func knobTimeline(t *testing.T, softirqUntil float64) *timeline {
+	t.Helper()
+	s, err := scenarios.Open("../scenarios/busy-poll-threaded.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := newTimeline(s, 1, nil, nil, nil)
+	var write, link *scenarios.Step
+	var walk func([]*scenarios.Step)
+	walk = func(steps []*scenarios.Step) {
+		for _, st := range steps {
+			switch {
+			case st.Write != nil && write == nil:
+				write = st
+			case st.Link != nil && link == nil:
+				link = st
+			}
+			walk(st.Parallel)
+		}
+	}
+	walk(s.Timeline)
+	tl.iters[write] = []iteration{{start: 1, done: 1.02, value: "1"}, {start: 2, done: 2.02, value: "0", failed: true}}
+	tl.iters[link] = []iteration{{start: 3, done: 3.05, value: "down"}}
+	for at := 0.0; at < 4; at += 0.2 {
+		soft, kth := 0, 0
+		for x := 0.0; x < at; x += 0.01 {
+			if x < softirqUntil {
+				soft++
+			}
+			if x >= 1 && x < 3 {
+				kth++
+			}
+		}
+		text := fmt.Sprintf("eth0 rx-0 softirq 0 0 %d %d\neth0 rx-0 kthread 1 77 %d %d\n", soft, soft, kth, kth)
+		tl.samples = append(tl.samples, sampleRec{Group: pollsGroup, Sent: at, Host: at + 0.01,
+			Data: wire.Sample{T: 50 + at, Took: 0.005, Values: map[string]string{wire.SourceNAPIPolls: text}}})
+	}
+	return tl
+}
+
+func TestKnobsFromIterations(t *testing.T) {
+	knobs := knobTimeline(t, 1).knobs()
+	if len(knobs) != 3 {
+		t.Fatalf("knobs %+v", knobs)
+	}
+	k := knobs[0]
+	if k.Kind != results.KnobThreaded || k.Dev != "eth0" || k.Value != "1" || k.Start != 1 || k.Done != 1.02 || k.Failed || k.Line == 0 {
+		t.Errorf("first knob %+v", k)
+	}
+	if !knobs[1].Failed || knobs[2].Kind != results.KnobLink || knobs[2].Value != "down" {
+		t.Errorf("knobs %+v", knobs)
+	}
+	// Writes of other files set no knob.
+	if _, ok := (&scenarios.Step{Write: &scenarios.Write{Path: "/sys/class/net/eth0/gro_flush_timeout"}}).Knob(); ok {
+		t.Error("gro_flush_timeout counted as a knob")
+	}
+	if _, ok := (&scenarios.Step{Write: &scenarios.Write{Path: "/sys/class/net/../threaded"}}).Knob(); ok {
+		t.Error("a path outside a device counted as a knob")
+	}
+}
+
+func TestInvariantsOnTheRecord(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		softirqUntil float64
+		failed       string
+	}{
+		{"softirq stops at the flip", 1.01, ""},
+		{"softirq goes on polling a threaded NAPI", 2.5, "threaded-not-softirq"},
+		{"softirq polls through threaded and down", 3.9, "threaded-not-softirq,down-not-polled"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := knobTimeline(t, tc.softirqUntil)
+			got := tl.invariants(tl.knobs())
+			var failed []string
+			for _, a := range got {
+				if a.Kind != results.KindInvariant {
+					t.Errorf("kind %q", a.Kind)
+				}
+				if !a.Passed {
+					failed = append(failed, a.Name)
+				}
+			}
+			if strings.Join(failed, ",") != tc.failed {
+				t.Fatalf("failed %v, want %q: %+v", failed, tc.failed, got)
+			}
+			// The failed threaded=0 leaves the mode unknown: softirq-not-kthread
+			// is never judged, though the kthread polls after it.
+			for _, a := range got {
+				if a.Name == "softirq-not-kthread" {
+					t.Errorf("judged after a refused change: %+v", a)
+				}
+			}
+			// A scenario can turn an invariant off.
+			tl.s.Invariants.Off = map[string]string{"threaded-not-softirq": "why", "down-not-polled": "why"}
+			for _, a := range tl.invariants(tl.knobs()) {
+				if !a.Passed || a.Measured != "off: why" {
+					t.Errorf("turned off, yet %+v", a)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,99 @@
+package scenarios
+
+import (
+	"fmt"
+	"io"
+	"path"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"napilab/results"
+	"napilab/results/model"
+)
+
+// Invariants are the scenario's exceptions to the rules every run is
+// checked against (results/model).
+type Invariants struct {
+	// Off maps an invariant's name to why it does not hold here; the
+	// reason is shown in every report.
+	Off map[string]string `yaml:"off"`
+
+	pos Pos
+}
+
+// UnmarshalYAML records the line.
+func (iv *Invariants) UnmarshalYAML(n *yaml.Node) error {
+	type raw Invariants
+	iv.pos = Pos{Line: n.Line, Col: n.Column}
+	return n.Decode((*raw)(iv))
+}
+
+func (k *checker) invariants() {
+	p := k.s.Invariants.pos
+	if p.Line == 0 {
+		p = k.top
+	}
+	for _, name := range sortedKeys(k.s.Invariants.Off) {
+		if model.RuleNamed(name) == nil {
+			k.c.add(p, "invariants.off: unknown invariant %q (known: %s)", name, strings.Join(model.Names(), ", "))
+		}
+		if strings.TrimSpace(k.s.Invariants.Off[name]) == "" {
+			k.c.add(p, "invariants.off: %s needs a reason", name)
+		}
+	}
+}
+
+// explainInvariants lists the invariants in force and those turned off.
+func (s *Scenario) explainInvariants(w io.Writer) {
+	fmt.Fprintln(w, "invariants (checked on every NAPI whose threaded mode or link a step sets, once settled):")
+	for _, r := range model.Rules {
+		if why, off := s.Invariants.Off[r.Name]; off {
+			fmt.Fprintf(w, "  - %s: off (%s)\n", r.Name, why)
+			continue
+		}
+		fmt.Fprintf(w, "  - %s: %s\n", r.Name, r.Bound())
+	}
+	var on []string
+	walkSteps(s.Timeline, func(st *Step) {
+		if k, ok := st.Knob(); ok {
+			on = append(on, fmt.Sprintf("%s %s%s (line %d)", k.Dev, k.Kind, inNetns(k.Netns), k.Line))
+		}
+	})
+	if len(on) == 0 {
+		fmt.Fprintln(w, "  no step sets a NAPI's threaded mode or link: none will be judged")
+		return
+	}
+	fmt.Fprintf(w, "  judged after the changes of: %s\n", strings.Join(on, ", "))
+}
+
+// Knob says which device state a step's repetitions set, if any: a write
+// of /sys/class/net/<dev>/threaded, a napi step setting threaded, a link
+// step. Start, Done and Value are the runner's, per repetition.
+func (st *Step) Knob() (results.Knob, bool) {
+	k := results.Knob{Step: st.Label(), Line: st.Pos.Line}
+	switch {
+	case st.Write != nil:
+		dir, file := path.Split(path.Clean(st.Write.Path))
+		dev, ok := strings.CutPrefix(strings.TrimSuffix(dir, "/"), "/sys/class/net/")
+		if file != "threaded" || !ok || dev == "" || strings.Contains(dev, "/") {
+			return k, false
+		}
+		k.Kind, k.Dev, k.Netns = results.KnobThreaded, dev, st.Write.Netns
+	case st.NAPI != nil && len(st.NAPI.Threaded) > 0:
+		k.Kind, k.Dev, k.Netns, k.Queue = results.KnobThreaded, st.NAPI.Dev, st.NAPI.Netns, st.NAPI.Queue
+	case st.Link != nil:
+		k.Kind, k.Dev, k.Netns = results.KnobLink, st.Link.Dev, st.Link.Netns
+	default:
+		return k, false
+	}
+	return k, true
+}
+
+// walkSteps calls f on every step, parallel branches included, in order.
+func walkSteps(steps []*Step, f func(*Step)) {
+	for _, st := range steps {
+		f(st)
+		walkSteps(st.Parallel, f)
+	}
+}
