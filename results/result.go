@@ -82,7 +82,7 @@ type Result struct {
 	// Knobs are the changes the timeline made to NAPI state, in the order
 	// they were issued: what results/model replays into expected states.
 	Knobs []Knob `json:"knobs,omitempty"`
-	Loads        []Load            `json:"loads,omitempty"`
+	Loads []Load `json:"loads,omitempty"`
 	// Figures are the run's numbers for comparisons: metric deltas ("softirqs.NET_RX"),
 	// rates ("…/s"), load rates ("flood.rx_pps"), latencies ("rr.p99_us") and who
 	// polled ("napi.polls.eth0.rx-0.kthread", kept where polls happened; read

@@ -157,7 +157,9 @@ func TestUnsettledIsNotMeasured(t *testing.T) {
 
 func TestNotExercisedLeftOut(t *testing.T) {
 	c := counter(func(float64) bool { return true })
-	s := snaps(1, func(x float64) []metrics.PollLine { return []metrics.PollLine{line("eth0", "rx-0", "softirq", 0, c(x))} })
+	s := snaps(1, func(x float64) []metrics.PollLine {
+		return []metrics.PollLine{line("eth0", "rx-0", "softirq", 0, c(x))}
+	})
 	if outs := Check(nil, s, Rules); len(outs) != 0 {
 		t.Fatalf("no knob turned, yet %d outcomes", len(outs))
 	}
