@@ -104,7 +104,7 @@ func newResultsCmd(_ *globalOptions) *cobra.Command {
 		},
 	}
 	merge.Flags().StringVarP(&mergeOut, "out", "o", "results/merged", "the merged folder")
-	cmd.AddCommand(list, merge)
+	cmd.AddCommand(list, merge, newResultsInvariantsCmd())
 	return cmd
 }
 

@@ -129,6 +129,7 @@ type SampleLine struct {
 // SampleSnapshot is every source read at (nearly) the same instant.
 type SampleSnapshot struct {
 	T      float64           `json:"t"`                // guest uptime, seconds
+	Took   float64           `json:"took,omitempty"`   // seconds from the first read to the last
 	Values map[string]string `json:"values"`           // source -> raw text, e.g. "softirqs" -> /proc/softirqs
 	Errors map[string]string `json:"errors,omitempty"` // source -> why it could not be read
 }

@@ -4,9 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"napilab/images/wire"
 	"napilab/results"
-	"napilab/results/metrics"
 	"napilab/results/model"
 )
 
@@ -33,29 +31,17 @@ func (t *timeline) knobs() []results.Knob {
 	return out
 }
 
-// pollReads returns the napi_polls snapshots of the timeline placed where
-// the guest read them (readAt's clock offset), in order; a snapshot whose
-// source did not parse is left out.
+// pollReads returns the timeline's napi_polls snapshots as model.Reads
+// places them.
 func (t *timeline) pollReads() []model.Snapshot {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	at := readAt(t.samples)
-	var out []model.Snapshot
-	for i := range t.samples {
-		s := &t.samples[i]
-		v, ok := s.Data.Values[wire.SourceNAPIPolls]
-		if !ok || s.Group != pollsGroup && s.Group != metricsGroup {
-			continue
-		}
-		lines, err := metrics.ParsePolls(v)
-		if err != nil {
-			continue
-		}
-		mid := at(s)
-		out = append(out, model.Snapshot{From: mid - s.Data.Took/2, To: mid + s.Data.Took/2, Lines: lines})
+	lines := make([]results.SampleLine, 0, len(t.samples))
+	for _, s := range t.samples {
+		lines = append(lines, results.SampleLine{Group: s.Group, Host: s.Host,
+			Sample: results.SampleSnapshot{T: s.Data.T, Took: s.Data.Took, Values: s.Data.Values}})
 	}
-	slices.SortStableFunc(out, func(a, b model.Snapshot) int { return cmp.Compare(a.From, b.From) })
-	return out
+	t.mu.Unlock()
+	return model.Reads(lines)
 }
 
 // invariants checks the run against the model's rules the scenario did not

@@ -103,23 +103,17 @@ func (t *timeline) metricIn(name string, from, to float64) (delta, secs float64,
 	return vb - va, tb - ta, nil
 }
 
-// readAt places snapshots on the host's timeline where the guest read them:
-// the middle of the reading on the guest's clock plus the clock offset, the
-// smallest gap seen between a reading's end and its reply's arrival (the
-// fastest reply bounds the offset). Snapshots without a guest time (fakes)
-// stay at their arrival.
+// readAt places snapshots on the host's timeline at the middle of their
+// reading, on the guest's clock (results.GuestClock).
 func readAt(samples []sampleRec) func(*sampleRec) float64 {
-	off, ok := math.Inf(1), false
-	for i := range samples {
-		if d := samples[i].Data; d.T > 0 {
-			off, ok = min(off, samples[i].Host-(d.T+d.Took)), true
-		}
-	}
+	c := results.NewGuestClock(len(samples), func(i int) (float64, float64, float64) {
+		return samples[i].Host, samples[i].Data.T, samples[i].Data.Took
+	})
 	return func(s *sampleRec) float64 {
-		if !ok || s.Data.T <= 0 {
+		if s.Data.T <= 0 {
 			return s.Host
 		}
-		return s.Data.T + s.Data.Took/2 + off
+		return c.At(s.Host, s.Data.T+s.Data.Took/2)
 	}
 }
 

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -106,6 +107,10 @@ type Outcome struct {
 	Broken   []Window // windows where a forbidden context polled past the grace
 	Settling int      // windows within the grace where a forbidden context still polled
 	Settle   float64  // the longest of those: seconds from the change to the window's end
+	// Lags are, for every window where a forbidden context polled after a
+	// change, the seconds from the change to the window's end, settling or
+	// not: the noise the graces are chosen from.
+	Lags []float64
 }
 
 // Check replays knobs over the snapshots and returns an outcome for every
@@ -140,6 +145,7 @@ func Check(knobs []results.Knob, snaps []Snapshot, rules []*Rule) []Outcome {
 				w := Window{NAPI: n, From: from, To: to, State: st, Polls: bad, After: -1}
 				if st.By != nil {
 					w.After = from - st.By.Done
+					o.Lags = append(o.Lags, to-st.By.Done)
 				}
 				if w.After >= 0 && w.After < r.Grace {
 					o.Settling++
@@ -266,4 +272,28 @@ func (w Window) describe() string {
 		when += fmt.Sprintf(", %.2fs after %s", w.After, w.State.describe())
 	}
 	return fmt.Sprintf("%s: %s %s", w.NAPI, strings.Join(parts, ", "), when)
+}
+
+// Reads returns a run's napi_polls snapshots (samples.jsonl, or the
+// runner's record of it) placed where the guest read them, in order; a
+// snapshot whose source did not parse is left out.
+func Reads(samples []results.SampleLine) []Snapshot {
+	c := results.NewGuestClock(len(samples), func(i int) (float64, float64, float64) {
+		return samples[i].Host, samples[i].Sample.T, samples[i].Sample.Took
+	})
+	var out []Snapshot
+	for _, s := range samples {
+		v, ok := s.Sample.Values[metrics.SourceNAPIPolls]
+		if !ok {
+			continue
+		}
+		lines, err := metrics.ParsePolls(v)
+		if err != nil {
+			continue
+		}
+		from := c.At(s.Host, s.Sample.T)
+		out = append(out, Snapshot{From: from, To: from + s.Sample.Took, Lines: lines})
+	}
+	slices.SortStableFunc(out, func(a, b Snapshot) int { return cmp.Compare(a.From, b.From) })
+	return out
 }

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"napilab/results"
+	"napilab/results/model"
+)
+
+func newResultsInvariantsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "invariants RUN_FOLDER...",
+		Short: "Judge recorded runs against the model's invariants again (every rule, none turned off), with the settle times seen",
+		Long: `Replays each run's knobs (result.json) over its napi_polls snapshots (samples.jsonl) and prints, per
+invariant the run exercised: the windows judged, those broken past the rule's grace, and the lags
+(seconds from a change to the end of a window where the old context still polled) that the graces
+are chosen from. A run whose scenario turned a rule off is judged by it here too.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return judgeRuns(cmd.OutOrStdout(), args)
+		},
+	}
+}
+
+func judgeRuns(w io.Writer, dirs []string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tKERNEL\tINVARIANT\tJUDGED\tBROKEN\tSETTLING\tMAX LAG\tGRACE")
+	for _, dir := range dirs {
+		r, samples, err := results.LoadRun(dir)
+		if err != nil {
+			return err
+		}
+		for _, o := range model.Check(r.Knobs, model.Reads(samples), model.Rules) {
+			lag := "-"
+			if len(o.Lags) > 0 {
+				lag = fmt.Sprintf("%.2fs", slices.Max(o.Lags))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%.2fs\n", dir, r.Kernel.Spec+flavourSuffix(r.Kernel.Flavour), o.Rule.Name,
+				o.Judged, len(o.Broken), o.Settling, lag, o.Rule.Grace)
+		}
+	}
+	return tw.Flush()
+}
+
+func flavourSuffix(f string) string {
+	if f == "" {
+		return ""
+	}
+	return "." + f
+}
