@@ -14,15 +14,17 @@ import (
 // need no hardware, pass on stock 6.1 and 6.12 under TCG and take about five
 // minutes together. Left out: veth.sh, udpgro.sh and udpgro_fwd.sh (6.1's
 // copies still expect veth to turn GRO on with XDP, which the 6.1.y kernel no
-// longer does), so_txtime.sh and txtimestamp.sh (millisecond timing bounds an
-// emulated CPU misses: 6.12's copies relax them under KSFT_MACHINE_SLOW,
-// which the lab sets under TCG, 6.1's do not), tcp_fastopen_backup_key.sh and
-// the fib/pmtu suites (tens of minutes under TCG).
+// longer does); so_txtime.sh, txtimestamp.sh and gro.sh (timing an emulated
+// CPU misses: 6.12's copies relax it under KSFT_MACHINE_SLOW, which the lab
+// sets under TCG, 6.1's do not; 6.1's gro.sh failed its "large" subtests,
+// and only those, in 3 of 4 attempts on a quiet host and 2 of 2 beside a
+// build, on the clean stock-6.1); tcp_fastopen_backup_key.sh and the
+// fib/pmtu suites (tens of minutes under TCG). Name a test to run it anyway.
 var defaultKselftests = []string{
 	"net:reuseport_bpf", "net:reuseport_bpf_cpu", "net:reuseport_dualstack", "net:reuseaddr_conflict",
 	"net:reuseport_addr_any.sh", "net:tun", "net:tap", "net:tls", "net:sk_bind_sendto_listen",
 	"net:sk_connect_zero_addr", "net:run_netsocktests", "net:run_afpackettests", "net:altnames.sh",
-	"net:netdevice.sh", "net:unicast_extensions.sh", "net:udpgso.sh", "net:ip_defrag.sh", "net:gro.sh",
+	"net:netdevice.sh", "net:unicast_extensions.sh", "net:udpgso.sh", "net:ip_defrag.sh",
 	"net:msg_zerocopy.sh", "net:bind_bhash.sh", "net:cmsg_so_mark.sh", "net:route_localnet.sh",
 	"net:bareudp.sh", "net:icmp.sh",
 }
