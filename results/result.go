@@ -222,7 +222,9 @@ func (a Assert) Reason() string {
 }
 
 // Knob is one repetition of a step that changed a device's NAPI state:
-// threaded (sysfs or napi-set) or the link (down disables its NAPIs).
+// threaded (sysfs or napi-set), the link (down disables its NAPIs), or a
+// feature that makes the driver delete and add them again (veth's GRO and
+// XDP): each starts a new settling time.
 type Knob struct {
 	Step  string  `json:"step"`
 	Line  int     `json:"line"`
@@ -231,8 +233,8 @@ type Knob struct {
 	Netns string  `json:"netns,omitempty"`
 	Dev   string  `json:"dev"`
 	Queue *int    `json:"queue,omitempty"` // the NAPI of one RX queue; nil: every NAPI of Dev
-	Kind  string  `json:"kind"`            // KnobThreaded or KnobLink
-	Value string  `json:"value"`           // threaded: 0, 1, disabled, enabled, busy-poll; link: up, down
+	Kind  string  `json:"kind"`            // KnobThreaded, KnobLink or KnobNAPIs
+	Value string  `json:"value"`           // threaded: 0, 1, disabled, enabled, busy-poll; link: up, down; GRO on, off; XDP attach, detach
 	// Failed says the action returned an error: what it left is unknown.
 	Failed bool `json:"failed,omitempty"`
 }
@@ -241,6 +243,7 @@ type Knob struct {
 const (
 	KnobThreaded = "threaded"
 	KnobLink     = "link"
+	KnobNAPIs    = "napis" // GRO or XDP: the NAPIs may be added anew
 )
 
 // Step is one timeline step as it ran.

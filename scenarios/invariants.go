@@ -61,15 +61,15 @@ func (s *Scenario) explainInvariants(w io.Writer) {
 		}
 	})
 	if len(on) == 0 {
-		fmt.Fprintln(w, "  no step sets a NAPI's threaded mode or link: none will be judged")
+		fmt.Fprintln(w, "  no step sets a NAPI's threaded mode, link, GRO or XDP: none will be judged")
 		return
 	}
 	fmt.Fprintf(w, "  judged after the changes of: %s\n", strings.Join(on, ", "))
 }
 
 // Knob says which device state a step's repetitions set, if any: a write
-// of /sys/class/net/<dev>/threaded, a napi step setting threaded, a link
-// step. Start, Done and Value are the runner's, per repetition.
+// of /sys/class/net/<dev>/threaded, a napi step setting threaded, a link,
+// GRO or XDP step. Start, Done and Value are the runner's, per repetition.
 func (st *Step) Knob() (results.Knob, bool) {
 	k := results.Knob{Step: st.Label(), Line: st.Pos.Line}
 	switch {
@@ -84,6 +84,10 @@ func (st *Step) Knob() (results.Knob, bool) {
 		k.Kind, k.Dev, k.Netns, k.Queue = results.KnobThreaded, st.NAPI.Dev, st.NAPI.Netns, st.NAPI.Queue
 	case st.Link != nil:
 		k.Kind, k.Dev, k.Netns = results.KnobLink, st.Link.Dev, st.Link.Netns
+	case st.GRO != nil:
+		k.Kind, k.Dev, k.Netns = results.KnobNAPIs, st.GRO.Dev, st.GRO.Netns
+	case st.XDP != nil:
+		k.Kind, k.Dev, k.Netns = results.KnobNAPIs, st.XDP.Dev, st.XDP.Netns
 	default:
 		return k, false
 	}

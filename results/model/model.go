@@ -90,6 +90,9 @@ func stateIn(knobs []results.Knob, n NAPI, from, to float64) (st State, ok bool)
 		case k.Kind == results.KnobLink:
 			// A refused link change leaves the link unknown until the next.
 			st.Down, linkKnown = k.Value == "down", !k.Failed
+		case k.Kind == results.KnobNAPIs:
+			// The driver may have added the NAPIs anew: same mode,
+			// new settling time.
 		case k.Kind != results.KnobThreaded:
 			continue
 		case k.Queue != nil && !qok:
@@ -114,8 +117,11 @@ func (s State) describe() string {
 	}
 	k := s.By
 	what := k.Kind + "=" + k.Value
-	if k.Kind == results.KnobLink {
+	switch k.Kind {
+	case results.KnobLink:
 		what = "link " + k.Value
+	case results.KnobNAPIs:
+		what = "GRO/XDP " + k.Value
 	}
 	return fmt.Sprintf("step %q (line %d) set %s at %.2fs", k.Step, k.Line, what, k.Done)
 }
