@@ -198,7 +198,9 @@ func TestNAPIsAnewRestartTheGrace(t *testing.T) {
 	knobs := []results.Knob{threaded(0.1, 0.15, "1"),
 		{Step: "gro vrx", Line: 5, Start: 2, Done: 2.02, Dev: "eth0", Kind: results.KnobNAPIs, Value: "on"}}
 	soft := counter(func(x float64) bool { return x > 2.02 && x < 2.3 || x > 3.5 })
-	s := snaps(4, func(x float64) []metrics.PollLine { return []metrics.PollLine{line("eth0", "rx-0", "softirq", 0, soft(x))} })
+	s := snaps(4, func(x float64) []metrics.PollLine {
+		return []metrics.PollLine{line("eth0", "rx-0", "softirq", 0, soft(x))}
+	})
 	o := outcome(t, Check(knobs, s, Rules), "threaded-not-softirq")
 	if o.Settling == 0 || len(o.Broken) == 0 || o.Broken[0].From < 3.3 {
 		t.Fatalf("%+v", o)
