@@ -124,9 +124,27 @@ func TestExplainShipped(t *testing.T) {
 	for _, w := range []string{
 		`polls of vrx/rx-0 in the 500ms after each repetition of "flip vrx": >= 1 every time, in softirq after it set "0" and in kthread after it set "1"`,
 		"permanent neighbour entries for each other",
+		"  - threaded-not-softirq: no softirq, ksoftirqd poll of a NAPI in threaded mode",
+		"judged after the changes of: vrx threaded (line 60), eth0 threaded (line 63), vrx threaded (line 69)",
 	} {
 		if !strings.Contains(b.String(), w) {
 			t.Errorf("threaded-toggle-under-load plan lacks %q", w)
+		}
+	}
+}
+
+// TestExplainInvariantsOff shows a rule turned off with its reason, and
+// says when no step gives the invariants anything to judge.
+func TestExplainInvariantsOff(t *testing.T) {
+	s, err := Parse("t.yaml", []byte("name: t\ntimeline:\n  - sleep: 1s\ninvariants:\n  off: {down-not-polled: the link is never down}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	s.Explain(&b)
+	for _, w := range []string{"  - down-not-polled: off (the link is never down)", "none will be judged"} {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("plan lacks %q:\n%s", w, b.String())
 		}
 	}
 }

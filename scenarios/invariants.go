@@ -57,7 +57,11 @@ func (s *Scenario) explainInvariants(w io.Writer) {
 	var on []string
 	walkSteps(s.Timeline, func(st *Step) {
 		if k, ok := st.Knob(); ok {
-			on = append(on, fmt.Sprintf("%s %s%s (line %d)", k.Dev, k.Kind, inNetns(k.Netns), k.Line))
+			what := k.Kind
+			if k.Kind == results.KnobNAPIs {
+				what = "GRO/XDP"
+			}
+			on = append(on, fmt.Sprintf("%s %s%s (line %d)", k.Dev, what, inNetns(k.Netns), k.Line))
 		}
 	})
 	if len(on) == 0 {
