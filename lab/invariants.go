@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -30,10 +31,12 @@ are chosen from. A run whose scenario turned a rule off is judged by it here too
 func judgeRuns(w io.Writer, dirs []string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tKERNEL\tINVARIANT\tJUDGED\tBROKEN\tSETTLING\tMAX LAG\tGRACE")
+	var bad []string
 	for _, dir := range dirs {
 		r, samples, err := results.LoadRun(dir)
 		if err != nil {
-			return err
+			bad = append(bad, err.Error()) // a run still going has no result.json yet: judge the others
+			continue
 		}
 		for _, o := range model.Check(r.Knobs, model.Reads(samples), model.Rules) {
 			lag := "-"
@@ -44,7 +47,13 @@ func judgeRuns(w io.Writer, dirs []string) error {
 				o.Judged, len(o.Broken), o.Settling, lag, o.Rule.Grace)
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%d of %d folders not judged: %s", len(bad), len(dirs), strings.Join(bad, "; "))
+	}
+	return nil
 }
 
 func flavourSuffix(f string) string {
