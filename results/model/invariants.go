@@ -35,7 +35,7 @@ var Rules = []*Rule{
 			"only otherwise adds the NAPI to the softirq's poll list (dev.c:4497 [4697]); dev_set_threaded " +
 			"notes that a NAPI being polled switches at its next napi_schedule (dev.c:6495), so a NAPI kept busy " +
 			"in net_rx_action's repoll list (__napi_poll's *repoll, dev.c:6699 [7014]) stays there until it completes.",
-		Grace:     0.3,
+		Grace:     0.4,
 		applies:   func(s State) bool { return !s.Down && (s.Mode == ModeThreaded || s.Mode == ModeBusyPoll) },
 		forbidden: []string{"softirq", "ksoftirqd"},
 	},
@@ -45,7 +45,7 @@ var Rules = []*Rule{
 			"____napi_schedule set NAPI_STATE_SCHED_THREADED or woke it (napi_thread_wait, dev.c:6724 [7039]), " +
 			"which it does only for a NAPI with NAPI_STATE_THREADED; a kthread that was polling finishes its " +
 			"repoll loop first (napi_threaded_poll, dev.c:6752 [7102]).",
-		Grace:     0.3,
+		Grace:     0.4,
 		applies:   func(s State) bool { return !s.Down && s.Mode == ModeSoftirq },
 		forbidden: []string{"kthread"},
 	},
