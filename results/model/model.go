@@ -7,6 +7,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -124,4 +125,39 @@ func (s State) describe() string {
 		what = "GRO/XDP " + k.Value
 	}
 	return fmt.Sprintf("step %q (line %d) set %s at %.2fs", k.Step, k.Line, what, k.Done)
+}
+
+// Segment is a stretch of the timeline (host seconds) through which a
+// NAPI's expected state held; Changing marks a change under way (issued,
+// not yet returned), whose state is the one it leads to.
+type Segment struct {
+	From, To float64
+	State    State
+	Changing bool
+}
+
+// Segments replays the knobs that touch n over [0, end], for drawing the
+// expected state under who polled: a segment starts at every change's
+// issue and every change's return.
+func Segments(knobs []results.Knob, n NAPI, end float64) []Segment {
+	cuts := []float64{0}
+	for _, k := range knobs {
+		if k.Dev == n.Dev && k.Start < end {
+			cuts = append(cuts, k.Start, min(k.Done, end))
+		}
+	}
+	cuts = append(cuts, end)
+	slices.Sort(cuts)
+	cuts = slices.Compact(cuts)
+	var out []Segment
+	for i := 1; i < len(cuts); i++ {
+		from, to := cuts[i-1], cuts[i]
+		if to <= from {
+			continue
+		}
+		mid := (from + to) / 2
+		st, ok := stateIn(knobs, n, mid, mid)
+		out = append(out, Segment{From: from, To: to, State: st, Changing: !ok})
+	}
+	return out
 }

@@ -224,3 +224,26 @@ func TestNAPIsAnewRestartTheGrace(t *testing.T) {
 		t.Errorf("detail %q", d)
 	}
 }
+
+func TestSegments(t *testing.T) {
+	knobs := []results.Knob{threaded(1, 1.1, "1"),
+		{Step: "bounce", Line: 3, Start: 2, Done: 2.2, Dev: "eth0", Kind: results.KnobLink, Value: "down"},
+		{Step: "other", Line: 4, Start: 1.5, Done: 1.6, Dev: "vrx", Kind: results.KnobThreaded, Value: "0"}}
+	got := Segments(knobs, NAPI{"eth0", "rx-0"}, 3)
+	want := []struct {
+		from, to float64
+		mode     Mode
+		down     bool
+		changing bool
+	}{{0, 1, ModeUnknown, false, false}, {1, 1.1, ModeThreaded, false, true}, {1.1, 2, ModeThreaded, false, false},
+		{2, 2.2, ModeThreaded, true, true}, {2.2, 3, ModeThreaded, true, false}}
+	if len(got) != len(want) {
+		t.Fatalf("%+v", got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.From != w.from || g.To != w.to || g.State.Mode != w.mode || g.State.Down != w.down || g.Changing != w.changing {
+			t.Errorf("segment %d = %+v, want %+v", i, g, w)
+		}
+	}
+}

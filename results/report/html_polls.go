@@ -7,8 +7,10 @@ import (
 	"html/template"
 	"math"
 	"slices"
+	"strings"
 
 	"napilab/results"
+	"napilab/results/model"
 	"napilab/results/stats"
 )
 
@@ -186,7 +188,12 @@ func (n *napiPolls) pollBuckets(starts map[float64]float64, end float64) (span [
 // pollsSVG draws one NAPI's polls per second, stacked by context, over the
 // timeline's steps (shaded in the plot, as bars below it) and splats.
 func (t *timeline) pollsSVG(n *napiPolls, starts map[float64]float64) template.HTML {
-	h := pollTop + pollHeight + 4 + float64(t.lanes)*tlLane + 22
+	segs := t.expected(n.name)
+	strip := 0.0
+	if len(segs) > 0 {
+		strip = expectedHeight + 3
+	}
+	h := pollTop + pollHeight + 4 + strip + float64(t.lanes)*tlLane + 22
 	s := newSVG(pollWidth, h, n.name+": polls per second by context")
 	fmt.Fprintf(&s.b, `<text x="0" y="13" fill="%s"><tspan font-weight="bold">%s</tspan><tspan fill="%s"> polls/s</tspan></text>`,
 		svgInk, html.EscapeString(n.name), svgFaint)
@@ -237,6 +244,10 @@ func (t *timeline) pollsSVG(n *napiPolls, starts map[float64]float64) template.H
 	}
 	s.line(pollLeft, pollTop+pollHeight, pollWidth-pollRight, pollTop+pollHeight, svgInk, 1, "")
 	bottom := pollTop + pollHeight + 4
+	if len(segs) > 0 {
+		drawExpected(s, x, bottom, segs)
+		bottom += strip
+	}
 	t.drawSteps(s, x, bottom)
 	bottom += float64(t.lanes) * tlLane
 	for _, m := range t.splats {
@@ -273,4 +284,52 @@ func newPollRow(ctx, color string, polls, pkts float64) pollRow {
 		per = stats.FormatNum(pkts / polls)
 	}
 	return pollRow{Context: ctx, Color: template.CSS(color), Polls: stats.FormatNum(polls), Packets: stats.FormatNum(pkts), PerPoll: per} // color is one of ours
+}
+
+// expectedHeight is the height of the strip under a NAPI's plot that shows
+// the state the model expected it in (results/model).
+const expectedHeight = 7.0
+
+// expected returns the model's segments for a NAPI named "dev/napi", or
+// none when no knob touched its device or none set a known state.
+func (t *timeline) expected(name string) []model.Segment {
+	i := strings.LastIndex(name, "/")
+	if i < 0 || len(t.knobs) == 0 {
+		return nil
+	}
+	segs := model.Segments(t.knobs, model.NAPI{Dev: name[:i], Name: name[i+1:]}, t.end)
+	for _, sg := range segs {
+		if sg.State.Down || sg.State.Mode != model.ModeUnknown {
+			return segs
+		}
+	}
+	return nil
+}
+
+// drawExpected draws the expected state as a strip: the kthread's colour
+// while threaded, softirq's while in softirq mode, grey while down, faint
+// while a change is under way, nothing while unknown.
+func drawExpected(s *svg, x scale, y float64, segs []model.Segment) {
+	s.text(pollLeft-4, y+expectedHeight-1, "end", svgFaint, "expected", ` font-size="9"`)
+	for _, sg := range segs {
+		fill, what := "", ""
+		switch {
+		case sg.State.Down:
+			fill, what = svgFaint, "down: no poll"
+		case sg.State.Mode == model.ModeSoftirq:
+			fill, what = pollColor("softirq"), "softirq mode: no kthread poll"
+		case sg.State.Mode == model.ModeThreaded || sg.State.Mode == model.ModeBusyPoll:
+			fill, what = pollColor("kthread"), sg.State.Mode.String()+": no softirq poll"
+		default:
+			continue
+		}
+		extra := ""
+		if sg.Changing {
+			extra, what = ` opacity="0.35"`, "changing to "+what
+		}
+		fmt.Fprintf(&s.b, `<rect x="%s" y="%s" width="%s" height="%s" fill="%s"%s>`, svgN(x.at(sg.From)), svgN(y),
+			svgN(max(x.at(sg.To)-x.at(sg.From), 0.5)), svgN(expectedHeight), fill, extra)
+		s.title(fmt.Sprintf("expected %s, %.2f-%.2fs", what, sg.From, sg.To))
+		s.b.WriteString("</rect>")
+	}
 }

@@ -25,6 +25,7 @@ type timeline struct {
 	splats []splatMark
 	// windows are the windowed assertions' spans, one row each.
 	windows []results.Assert
+	knobs   []results.Knob // what the model replays into each NAPI's expected state
 }
 
 // series is one line of a plot.
@@ -51,7 +52,7 @@ type splatMark struct {
 // newTimeline lays out r; samples give the NET_RX rates and place splats
 // printed outside any step (guest uptime -> timeline time).
 func newTimeline(r *results.Result, samples []results.SampleLine) *timeline {
-	t := &timeline{end: r.Timings.Timeline}
+	t := &timeline{end: r.Timings.Timeline, knobs: r.Knobs}
 	for _, st := range r.Steps {
 		t.end = max(t.end, st.Start+st.Duration)
 	}

@@ -221,3 +221,18 @@ func TestHTMLNoPolls(t *testing.T) {
 		t.Errorf("a polls section without polls")
 	}
 }
+
+// TestExpectedStrip: a NAPI whose device a knob touched gets the model's
+// expected state under its plot; one no knob touched gets none.
+func TestExpectedStrip(t *testing.T) {
+	r, _ := pollsRun()
+	r.Knobs = []results.Knob{{Step: "flip", Line: 3, Start: 1, Done: 1.1, Dev: "vrx", Kind: results.KnobThreaded, Value: "1"},
+		{Step: "flip", Line: 3, Start: 2, Done: 2.1, Dev: "vrx", Kind: results.KnobThreaded, Value: "0"}}
+	page, _ := reportHTML(t, r, nil)
+	reportContains(t, page, "expected threaded: no softirq poll, 1.10-2.00s", "changing to softirq mode: no kthread poll, 2.00-2.10s")
+	for _, tab := range strings.Split(page, `<div class="napi">`)[1:] {
+		if has := strings.Contains(tab, ">expected</text>"); has != strings.Contains(tab, "vrx/rx-0") {
+			t.Errorf("expected strip shown %v in a NAPI's table:\n%.300s", has, tab)
+		}
+	}
+}
