@@ -56,9 +56,6 @@ func (t *timeline) invariants(knobs []results.Knob) []results.Assert {
 				Measured: "off: " + why, Bound: r.Bound()})
 			continue
 		}
-		if t.debug {
-			r = r.Slower(model.DebugGrace)
-		}
 		rules = append(rules, r)
 	}
 	for _, o := range model.Check(knobs, t.pollReads(), rules) {

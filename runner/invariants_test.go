@@ -7,7 +7,6 @@ import (
 
 	"napilab/images/wire"
 	"napilab/results"
-	"napilab/results/model"
 	"napilab/scenarios"
 )
 
@@ -115,28 +114,5 @@ func TestInvariantsOnTheRecord(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestInvariantsDebugGrace: on a debug flavour softirq polls up to 0.3 s
-// past the plain grace are settling, not broken.
-func TestInvariantsDebugGrace(t *testing.T) {
-	g := model.RuleNamed("threaded-not-softirq").Grace
-	tl := knobTimeline(t, 1.02+g+0.3)
-	broke := func() bool {
-		for _, a := range tl.invariants(tl.knobs()) {
-			if a.Name == "threaded-not-softirq" {
-				return !a.Passed
-			}
-		}
-		t.Fatal("threaded-not-softirq not judged")
-		return false
-	}
-	if !broke() {
-		t.Fatal("plain flavour: softirq past the grace passed")
-	}
-	tl.debug = true
-	if broke() {
-		t.Fatal("debug flavour: softirq within its grace failed")
 	}
 }

@@ -16,12 +16,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
 	"napilab/images/wire"
-	"napilab/kernels"
 	"napilab/results"
 	"napilab/results/report"
 	"napilab/results/splat"
@@ -230,7 +228,6 @@ func (r *run) do(ctx context.Context) error {
 	r.tl = newTimeline(r.s, seed, r.ctl, r.host, r.cfg.Logf)
 	r.tl.ksTimeouts, r.tl.outDir, r.tl.slow = r.cfg.KselftestTimeouts, r.cfg.OutDir, r.res.Accel == "tcg"
 	r.tl.noPolls = r.cfg.NoPolls && !r.s.NeedsPolls()
-	r.tl.debug = slices.Contains(strings.Split(r.cfg.Kernel.Flavour, ","), kernels.FlavourDebug)
 	r.tl.cpu = r.guest.cpuUse
 	r.tl.ksRetries, r.tl.strict, r.tl.kernelSpec, r.tl.ksHook = r.cfg.KselftestRetries, r.cfg.Strict, r.cfg.Kernel.Spec, r.cfg.kselftestHook
 	err = r.tl.run(ctx)

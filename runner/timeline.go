@@ -68,7 +68,6 @@ type timeline struct {
 	outDir     string                                       // the run folder: kselftests/<test>.log, exec/<line>-<run>.log
 	slow       bool                                         // an emulated CPU (TCG): tests may relax timing
 	noPolls    bool                                         // no who-polled sampling unless an assertion needs it
-	debug      bool                                         // a debug flavour: the invariants' graces are model.DebugGrace times longer
 	kselftests []results.Kselftest                          // guarded by mu
 	ksRetries  int                                          // attempts after a failed kselftest's first
 	knownFlaky []knownFlaky                                 // known-flaky.yaml

@@ -61,18 +61,6 @@ var Rules = []*Rule{
 	},
 }
 
-// DebugGrace multiplies the graces on a debug flavour (KASAN, lockdep,
-// kmemleak): the old context's last poll comes later on a kernel that runs
-// several times slower under TCG (docs/invariants.md).
-const DebugGrace = 4
-
-// Slower returns a copy of r whose grace is factor times longer.
-func (r *Rule) Slower(factor float64) *Rule {
-	c := *r
-	c.Grace *= factor
-	return &c
-}
-
 // RuleNamed returns the invariant called name, or nil.
 func RuleNamed(name string) *Rule {
 	for _, r := range Rules {
