@@ -181,9 +181,23 @@ func TestThreadedToggleDetails(t *testing.T) {
 	if res.Verdict != results.Pass {
 		t.Fatalf("verdict %s: %v\n%s", res.Verdict, res.Reasons, res.ConsoleTail)
 	}
-	// no-splat, two threads-while, two no-stall, grows, four who-polled.
-	if len(res.Asserts) != 10 {
-		t.Errorf("%d assertions evaluated, want 10", len(res.Asserts))
+	// The scenario's: no-splat, two threads-while, two no-stall, grows,
+	// four who-polled; then every invariant, judged over the toggles.
+	var own []string
+	judged := map[string]bool{}
+	for _, a := range res.Asserts {
+		if a.Kind != results.KindInvariant {
+			own = append(own, a.Name)
+			continue
+		}
+		judged[a.Name] = !a.Unmeasured
+	}
+	if len(own) != 10 {
+		t.Errorf("%d scenario assertions evaluated, want 10: %q", len(own), own)
+	}
+	// The link never goes down: down-not-polled never applies, so is absent.
+	if want := map[string]bool{"threaded-not-softirq": true, "softirq-not-kthread": true}; !reflect.DeepEqual(judged, want) {
+		t.Errorf("invariants judged %v, want %v", judged, want)
 	}
 	for _, l := range res.Loads {
 		if l.Received == 0 || l.Sent == 0 {
