@@ -20,7 +20,8 @@ func newResultsInvariantsCmd() *cobra.Command {
 		Long: `Replays each run's knobs (result.json) over its napi_polls snapshots (samples.jsonl) and prints, per
 invariant the run exercised: the windows judged, those broken past the rule's grace, and the lags
 (seconds from a change to the end of a window where the old context still polled) that the graces
-are chosen from. A run whose scenario turned a rule off is judged by it here too.`,
+are chosen from. busy-poll-reaches judges phases (a device between two changes) and its lag is the
+time from the change to the end of the first window the receiver busy polled in. A run whose scenario turned a rule off is judged by it here too.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return judgeRuns(cmd.OutOrStdout(), args)
@@ -43,8 +44,12 @@ func judgeRuns(w io.Writer, dirs []string) error {
 			if len(o.Lags) > 0 {
 				lag = fmt.Sprintf("%.2fs", slices.Max(o.Lags))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%.2fs\n", dir, r.Kernel.Spec+flavourSuffix(r.Kernel.Flavour), o.Rule.Name,
-				o.Judged, len(o.Broken), o.Settling, lag, o.Rule.Grace)
+			judged := fmt.Sprintf("%d windows", o.Judged)
+			if o.Phases > 0 {
+				judged = fmt.Sprintf("%d phases", o.Phases) // broken counts phases too
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%.2fs\n", dir, r.Kernel.Spec+flavourSuffix(r.Kernel.Flavour), o.Rule.Name,
+				judged, len(o.Broken), o.Settling, lag, o.Rule.Grace)
 		}
 	}
 	if err := tw.Flush(); err != nil {

@@ -43,10 +43,10 @@ func TestJudgeRecordedRun(t *testing.T) {
 	}
 	fields := strings.Fields(strings.Split(got, "\n")[1])
 	// 7 windows past the flip saw softirq: the grace splits them.
-	broken, _ := strconv.Atoi(fields[4])
-	settling, _ := strconv.Atoi(fields[5])
-	if fields[3] != "13" || broken+settling != 7 || broken == 0 {
-		t.Errorf("judged/broken/settling %v, want 13 and 7 broken or settling", fields[3:6])
+	broken, _ := strconv.Atoi(fields[5])
+	settling, _ := strconv.Atoi(fields[6])
+	if fields[3] != "13" || fields[4] != "windows" || broken+settling != 7 || broken == 0 {
+		t.Errorf("judged/broken/settling %v, want 13 windows and 7 broken or settling", fields[3:7])
 	}
 	if err := judgeRuns(&out, []string{filepath.Join(dir, "missing")}); err == nil {
 		t.Error("a missing folder judged")

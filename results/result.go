@@ -222,9 +222,10 @@ func (a Assert) Reason() string {
 }
 
 // Knob is one repetition of a step that changed a device's NAPI state:
-// threaded (sysfs or napi-set), the link (down disables its NAPIs), or a
+// threaded (sysfs or napi-set), the link (down disables its NAPIs), a
 // feature that makes the driver delete and add them again (veth's GRO and
-// XDP): each starts a new settling time.
+// XDP), or who polls them: a busy-polling receiver starting or stopping.
+// Each starts a new settling time.
 type Knob struct {
 	Step  string  `json:"step"`
 	Line  int     `json:"line"`
@@ -233,8 +234,8 @@ type Knob struct {
 	Netns string  `json:"netns,omitempty"`
 	Dev   string  `json:"dev"`
 	Queue *int    `json:"queue,omitempty"` // the NAPI of one RX queue; nil: every NAPI of Dev
-	Kind  string  `json:"kind"`            // KnobThreaded, KnobLink or KnobNAPIs
-	Value string  `json:"value"`           // threaded: 0, 1, disabled, enabled, busy-poll; link: up, down; GRO on, off; XDP attach, detach
+	Kind  string  `json:"kind"`            // KnobThreaded, KnobLink, KnobNAPIs or KnobBusyPoller
+	Value string  `json:"value"`           // threaded: 0, 1, disabled, enabled, busy-poll; link: up, down; GRO on, off; XDP attach, detach; busy-poller on, off
 	// Failed says the action returned an error: what it left is unknown.
 	Failed bool `json:"failed,omitempty"`
 }
@@ -244,6 +245,11 @@ const (
 	KnobThreaded = "threaded"
 	KnobLink     = "link"
 	KnobNAPIs    = "napis" // GRO or XDP: the NAPIs may be added anew
+	// KnobBusyPoller is a load's busy-polling receiver (SO_BUSY_POLL) on
+	// Dev starting (Value BusyPollerOn) or stopping (BusyPollerOff).
+	KnobBusyPoller = "busy-poller"
+	BusyPollerOn   = "on"
+	BusyPollerOff  = "off"
 )
 
 // Step is one timeline step as it ran.

@@ -58,6 +58,12 @@ var positiveControls = []positiveControl{
 	// flows; the model's invariant sees the kthread poll in softirq mode.
 	{spec: "regress-napi-schedule-by-thread-6.1.yaml", scenario: "threaded-off-while-down.yaml",
 		title: regexp.MustCompile(`^invariant failed: softirq-not-kthread$`)},
+	// napi_busy_loop() backing off a threaded NAPI: busy polling works only
+	// while threaded is 0, and busy-poll-threaded's own busy-poll count
+	// (over the whole run) passes; the invariant sees no busy poll in the
+	// threaded phases while the receiver runs.
+	{spec: "regress-busy-poll-skips-threaded-6.1.yaml", scenario: "busy-poll-threaded.yaml",
+		title: regexp.MustCompile(`^invariant failed: busy-poll-reaches$`)},
 	// The napi_disable hang again, at a gentle flood, where plain
 	// repetition rarely catches it; race widening (a busy-wait when the
 	// woken kthread's kthread_should_stop() returns) does: 3 ms over 5 flips

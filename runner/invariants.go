@@ -10,12 +10,19 @@ import (
 
 // knobs returns every repetition that changed a device's NAPI state, in
 // the order issued: writes of /sys/class/net/<dev>/threaded, napi steps
-// setting threaded, link steps.
+// setting threaded, link, GRO and XDP steps, and the start and stop of
+// busy-polling receivers.
 func (t *timeline) knobs() []results.Knob {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []results.Knob
 	for st, its := range t.iters {
+		for _, k := range t.s.LoadKnobs(st) {
+			for _, it := range its {
+				k.Start, k.Done, k.Failed = it.start, it.done, it.failed
+				out = append(out, k)
+			}
+		}
 		k, ok := st.Knob()
 		if !ok {
 			continue

@@ -116,3 +116,36 @@ func TestInvariantsOnTheRecord(t *testing.T) {
 		})
 	}
 }
+
+func TestBusyPollerKnobs(t *testing.T) {
+	tl := knobTimeline(t, 1)
+	var start, stop *scenarios.Step
+	for _, st := range tl.s.Timeline {
+		switch {
+		case len(st.Start) > 0:
+			start = st
+		case len(st.Stop) > 0:
+			stop = st
+		}
+	}
+	tl.iters[start] = []iteration{{start: 0.5, done: 0.6}}
+	tl.iters[stop] = []iteration{{start: 3.8, done: 3.9}}
+	var got []string
+	for _, k := range tl.knobs() {
+		if k.Kind == results.KnobBusyPoller {
+			got = append(got, fmt.Sprintf("%s %s %.1f-%.1f line %d", k.Dev, k.Value, k.Start, k.Done, k.Line))
+		}
+	}
+	want := fmt.Sprintf("eth0 on 0.5-0.6 line %d,eth0 off 3.8-3.9 line %d", start.Pos.Line, stop.Pos.Line)
+	if strings.Join(got, ",") != want {
+		t.Fatalf("busy-poller knobs %q, want %q", got, want)
+	}
+	// A load without busy_poll, or an AF_XDP one, starts no busy-polling receiver.
+	l := tl.s.Loads["nic-udp"]
+	for _, change := range []func(){func() { l.BusyPoll = 0 }, func() { l.BusyPoll, l.Kind = 50, "xsk" }} {
+		change()
+		if ks := tl.s.LoadKnobs(start); len(ks) != 0 {
+			t.Errorf("%+v", ks)
+		}
+	}
+}

@@ -46,7 +46,7 @@ func (k *checker) invariants() {
 
 // explainInvariants lists the invariants in force and those turned off.
 func (s *Scenario) explainInvariants(w io.Writer) {
-	fmt.Fprintln(w, "invariants (checked on every NAPI whose threaded mode or link a step sets, once settled):")
+	fmt.Fprintln(w, "invariants (checked on every NAPI whose threaded mode, link or busy-polling receiver a step sets, once settled):")
 	for _, r := range model.Rules {
 		if why, off := s.Invariants.Off[r.Name]; off {
 			fmt.Fprintf(w, "  - %s: off (%s)\n", r.Name, why)
@@ -56,16 +56,23 @@ func (s *Scenario) explainInvariants(w io.Writer) {
 	}
 	var on []string
 	walkSteps(s.Timeline, func(st *Step) {
+		ks := s.LoadKnobs(st)
 		if k, ok := st.Knob(); ok {
+			ks = append(ks, k)
+		}
+		for _, k := range ks {
 			what := k.Kind
-			if k.Kind == results.KnobNAPIs {
+			switch k.Kind {
+			case results.KnobNAPIs:
 				what = "GRO/XDP"
+			case results.KnobBusyPoller:
+				what = "busy-polling receiver " + k.Value
 			}
 			on = append(on, fmt.Sprintf("%s %s%s (line %d)", k.Dev, what, inNetns(k.Netns), k.Line))
 		}
 	})
 	if len(on) == 0 {
-		fmt.Fprintln(w, "  no step sets a NAPI's threaded mode, link, GRO or XDP: none will be judged")
+		fmt.Fprintln(w, "  no step sets a NAPI's threaded mode, link, GRO or XDP or starts a busy-polling receiver: none will be judged")
 		return
 	}
 	fmt.Fprintf(w, "  judged after the changes of: %s\n", strings.Join(on, ", "))
@@ -96,6 +103,26 @@ func (st *Step) Knob() (results.Knob, bool) {
 		return k, false
 	}
 	return k, true
+}
+
+// LoadKnobs says which busy-polling receivers a start or stop step starts
+// or stops: one knob per load with busy_poll (kinds udp, tcp, rr: an xsk
+// load's busy polling follows its receive mode), on the sink's device.
+func (s *Scenario) LoadKnobs(st *Step) []results.Knob {
+	names, value := st.Start, results.BusyPollerOn
+	if len(st.Stop) > 0 {
+		names, value = st.Stop, results.BusyPollerOff
+	}
+	var out []results.Knob
+	for _, n := range names {
+		l := s.Loads[n]
+		if l == nil || l.BusyPoll <= 0 || l.Kind == "xsk" || l.SinkDev == "" {
+			continue
+		}
+		out = append(out, results.Knob{Step: st.Label(), Line: st.Pos.Line, Kind: results.KnobBusyPoller,
+			Dev: l.SinkDev, Netns: l.SinkNetns, Value: value})
+	}
+	return out
 }
 
 // walkSteps calls f on every step, parallel branches included, in order.

@@ -22,7 +22,12 @@ type Rule struct {
 	// that set the state returned (see Rules).
 	Grace     float64
 	applies   func(State) bool
+	state     string   // the state applies holds in, in words
 	forbidden []string // contexts as the agent reports them
+	// reaches, when set, is a context that must poll some NAPI of the
+	// device in every settled phase where applies holds and its NAPIs
+	// polled packets (reach.go), instead of forbidden contexts per window.
+	reaches string
 }
 
 // Rules are the invariants every run is checked against. Their graces come
@@ -37,6 +42,7 @@ var Rules = []*Rule{
 			"in net_rx_action's repoll list (__napi_poll's *repoll, dev.c:6699 [7014]) stays there until it completes.",
 		Grace:     0.4,
 		applies:   func(s State) bool { return !s.Down && (s.Mode == ModeThreaded || s.Mode == ModeBusyPoll) },
+		state:     "in threaded mode",
 		forbidden: []string{"softirq", "ksoftirqd"},
 	},
 	{
@@ -47,6 +53,7 @@ var Rules = []*Rule{
 			"repoll loop first (napi_threaded_poll, dev.c:6752 [7102]).",
 		Grace:     0.4,
 		applies:   func(s State) bool { return !s.Down && s.Mode == ModeSoftirq },
+		state:     "in softirq mode",
 		forbidden: []string{"kthread"},
 	},
 	{
@@ -57,7 +64,22 @@ var Rules = []*Rule{
 			"busy polling (napi_busy_loop, dev.c:6359 [6613]).",
 		Grace:     0.05,
 		applies:   func(s State) bool { return s.Down },
+		state:     "of a device that is down",
 		forbidden: []string{"softirq", "ksoftirqd", "kthread", "busypoll"},
+	},
+	{
+		Name: "busy-poll-reaches",
+		Doc: "A receiver busy polling (SO_BUSY_POLL) on a device whose NAPIs deliver packets polls one of them " +
+			"from its own task in every phase, threaded or not: sk_busy_loop (include/net/busy_poll.h) runs " +
+			"napi_busy_loop on the socket's napi_id whenever its queue is empty, which takes NAPI_STATE_SCHED " +
+			"from an idle NAPI whatever its mode (dev.c:6359 [6613]; \"net: fix race between napi kthread mode " +
+			"and busy poll\", 5.12, made the kthread yield it through SCHED_THREADED). Not in threaded busy-poll " +
+			"mode, whose kthread keeps SCHED; a phase is judged on the record, not per window: under a flood " +
+			"the receiver may never find its queue empty for 200 ms.",
+		Grace:   0.2,
+		applies: func(s State) bool { return !s.Down && s.Busy && (s.Mode == ModeSoftirq || s.Mode == ModeThreaded) },
+		state:   "while a busy-polling receiver runs and the device's NAPIs poll packets",
+		reaches: "busypoll",
 	},
 }
 
@@ -96,6 +118,12 @@ type Window struct {
 	State    State
 	Polls    map[string]map[int]uint64
 	After    float64 // seconds from the change that set State to From (-1: no change)
+	// A rule with reaches judges a device's phase (NAPI names the device
+	// only): the windows it spans, the packets its NAPIs polled there,
+	// and the context that never polled them.
+	Windows int
+	Packets uint64
+	Missing string
 }
 
 // Outcome is what a rule found in a run.
@@ -109,8 +137,13 @@ type Outcome struct {
 	Settle   float64  // the longest of those: seconds from the change to the window's end
 	// Lags are, for every window where a forbidden context polled after a
 	// change, the seconds from the change to the window's end, settling or
-	// not: the noise the graces are chosen from.
+	// not: the noise the graces are chosen from. For a rule with reaches,
+	// the seconds from the change that began each phase to the end of the
+	// first window its context polled in.
 	Lags []float64
+	// Phases are the device phases a rule with reaches judged (Judged
+	// and NAPIs then count windows and devices).
+	Phases int
 }
 
 // Check replays knobs over the snapshots and returns an outcome for every
@@ -120,6 +153,9 @@ func Check(knobs []results.Knob, snaps []Snapshot, rules []*Rule) []Outcome {
 	judged := make([]map[NAPI]bool, len(rules))
 	for i := range rules {
 		outs[i].Rule, judged[i] = rules[i], map[NAPI]bool{}
+		if rules[i].reaches != "" {
+			outs[i] = checkReach(rules[i], knobs, snaps)
+		}
 	}
 	for i := 1; i < len(snaps); i++ {
 		a, b := snaps[i-1], snaps[i]
@@ -129,7 +165,7 @@ func Check(knobs []results.Knob, snaps []Snapshot, rules []*Rule) []Outcome {
 			st, ok := stateIn(knobs, n, from, to)
 			for ri, r := range rules {
 				o := &outs[ri]
-				if !r.applies(st) {
+				if r.reaches != "" || !r.applies(st) {
 					continue
 				}
 				if !ok {
@@ -158,7 +194,7 @@ func Check(knobs []results.Knob, snaps []Snapshot, rules []*Rule) []Outcome {
 	}
 	var out []Outcome
 	for i, o := range outs {
-		o.NAPIs = len(judged[i])
+		o.NAPIs += len(judged[i])
 		if o.Judged+o.Unsure > 0 {
 			out = append(out, o)
 		}
@@ -216,16 +252,22 @@ func (o Outcome) Assert() results.Assert {
 	case o.Judged == 0:
 		a.Unmeasured = true
 		a.Measured = fmt.Sprintf("not measured: %d windows in that state, each with a change under way", o.Unsure)
+	case len(o.Broken) > 0 && r.reaches != "":
+		a.Measured = fmt.Sprintf("%d of %d phases of %d devices broke it", len(o.Broken), o.Phases, o.NAPIs)
 	case len(o.Broken) > 0:
 		a.Measured = fmt.Sprintf("%d of %d windows of %d NAPIs broke it", len(o.Broken), o.Judged, o.NAPIs)
+	case r.reaches != "":
+		a.Measured = fmt.Sprintf("held in %d phases (%d windows) of %d devices", o.Phases, o.Judged, o.NAPIs)
+	default:
+		a.Measured = fmt.Sprintf("held in %d windows of %d NAPIs", o.Judged, o.NAPIs)
+	}
+	if len(o.Broken) > 0 {
 		a.Detail = o.Broken[0].describe()
 		for _, w := range o.Broken {
 			a.Spans = append(a.Spans, [2]float64{w.From, w.To})
 		}
-	default:
-		a.Measured = fmt.Sprintf("held in %d windows of %d NAPIs", o.Judged, o.NAPIs)
 	}
-	if o.Settling > 0 {
+	if o.Settling > 0 && r.reaches == "" {
 		a.Measured += fmt.Sprintf("; %d windows settling, the last %.2fs after a change", o.Settling, o.Settle)
 	}
 	return a
@@ -234,17 +276,10 @@ func (o Outcome) Assert() results.Assert {
 // Bound says what the rule allows: "no softirq, ksoftirqd poll of a NAPI in
 // threaded mode (from 0.50s after the change)".
 func (r *Rule) Bound() string {
-	return fmt.Sprintf("no %s poll of a NAPI %s%s", strings.Join(r.forbidden, ", "), stateWords(r), graceWords(r.Grace))
-}
-
-func stateWords(r *Rule) string {
-	switch r.Name {
-	case "threaded-not-softirq":
-		return "in threaded mode"
-	case "softirq-not-kthread":
-		return "in softirq mode"
+	if r.reaches != "" {
+		return fmt.Sprintf("%s polls of a device's NAPIs in every phase %s%s", r.reaches, r.state, graceWords(r.Grace))
 	}
-	return "of a device that is down"
+	return fmt.Sprintf("no %s poll of a NAPI %s%s", strings.Join(r.forbidden, ", "), r.state, graceWords(r.Grace))
 }
 
 func graceWords(g float64) string {
@@ -257,6 +292,9 @@ func graceWords(g float64) string {
 // describe says what a broken window saw: "eth0/rx-0: 12 softirq polls
 // (cpu0 9, cpu1 3) in 3.21-3.43s, 0.52s after step ... set threaded=1 at 2.69s".
 func (w Window) describe() string {
+	if w.Missing != "" {
+		return w.describeReach()
+	}
 	var parts []string
 	for _, ctx := range slices.Sorted(maps.Keys(w.Polls)) {
 		var total uint64

@@ -67,6 +67,9 @@ func (n NAPI) queue() (int, bool) {
 type State struct {
 	Mode Mode
 	Down bool
+	// Busy says a busy-polling receiver runs on the device (a load with
+	// busy_poll, started and not stopped).
+	Busy bool
 	By   *results.Knob
 }
 
@@ -88,6 +91,11 @@ func stateIn(knobs []results.Knob, n NAPI, from, to float64) (st State, ok bool)
 			settled = false
 		}
 		switch {
+		case k.Kind == results.KnobBusyPoller:
+			// A receiver, not the NAPIs' state: it sets no mode and
+			// starts no grace of the mode rules.
+			st.Busy = k.Value == results.BusyPollerOn
+			continue
 		case k.Kind == results.KnobLink:
 			// A refused link change leaves the link unknown until the next.
 			st.Down, linkKnown = k.Value == "down", !k.Failed
@@ -123,6 +131,8 @@ func (s State) describe() string {
 		what = "link " + k.Value
 	case results.KnobNAPIs:
 		what = "GRO/XDP " + k.Value
+	case results.KnobBusyPoller:
+		what = "a busy-polling receiver " + k.Value
 	}
 	return fmt.Sprintf("step %q (line %d) set %s at %.2fs", k.Step, k.Line, what, k.Done)
 }

@@ -1,0 +1,110 @@
+package model
+
+import (
+	"strings"
+	"testing"
+
+	"napilab/results"
+	"napilab/results/metrics"
+)
+
+func busyPoller(start float64, v string) results.Knob {
+	return results.Knob{Step: "start nic-udp", Line: 30, Start: start, Done: start + 0.01, Dev: "eth0", Kind: results.KnobBusyPoller, Value: v}
+}
+
+// pkts is a line with packets: one per poll.
+func pkts(napi, ctx string, cpu int, n uint64) metrics.PollLine {
+	l := line("eth0", napi, ctx, cpu, n)
+	l.Packets = n
+	return l
+}
+
+func TestBusyPollReaches(t *testing.T) {
+	// threaded=1 at 0.1 s, the busy-polling receiver from 0.3 s to 5 s,
+	// threaded=0 at 2.5 s: two phases of the receiver's.
+	knobs := []results.Knob{threaded(0.1, 0.12, "1"), busyPoller(0.3, results.BusyPollerOn), threaded(2.5, 2.52, "0"), busyPoller(5, results.BusyPollerOff)}
+	always := counter(func(float64) bool { return true })
+	for _, tc := range []struct {
+		name   string
+		busy   func(x float64) bool // busy polls of rx-1
+		broken []float64            // phases broken, by start
+	}{
+		{"both phases", func(float64) bool { return true }, nil},
+		{"only while softirq", func(x float64) bool { return x > 2.5 }, []float64{0.4}},
+		{"once in each phase is enough", func(x float64) bool { return x > 1.5 && x < 1.52 || x > 4 && x < 4.02 }, nil},
+		{"never", func(float64) bool { return false }, []float64{0.4, 2.8}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			busy := counter(tc.busy)
+			s := snaps(6, func(x float64) []metrics.PollLine {
+				// Packets on rx-0 (kthread, then softirq), busy polls on rx-1: the device is judged.
+				return []metrics.PollLine{pkts("rx-0", "kthread", 0, always(min(x, 2.5))), pkts("rx-0", "softirq", 0, always(max(x, 2.5))-always(2.5)),
+					line("eth0", "rx-1", "busypoll", 1, busy(x))}
+			})
+			o := outcome(t, Check(knobs, s, rules), "busy-poll-reaches")
+			if o.Phases != 2 || o.NAPIs != 1 {
+				t.Fatalf("phases %d devices %d, want 2 and 1", o.Phases, o.NAPIs)
+			}
+			var got []float64
+			for _, w := range o.Broken {
+				got = append(got, w.From)
+			}
+			if len(got) != len(tc.broken) {
+				t.Fatalf("broken phases from %v, want %v", got, tc.broken)
+			}
+			a := o.Assert()
+			if a.Passed != (len(tc.broken) == 0) || a.Unmeasured {
+				t.Fatalf("%+v", a)
+			}
+			if len(tc.broken) > 0 && (!strings.HasPrefix(a.Detail, "eth0 (threaded mode): no busypoll poll of its NAPIs in ") || !strings.Contains(a.Detail, "packets")) {
+				t.Errorf("detail %q", a.Detail)
+			}
+		})
+	}
+}
+
+func TestBusyPollReachesNeedsItsReceiver(t *testing.T) {
+	always := counter(func(float64) bool { return true })
+	s := snaps(3, func(x float64) []metrics.PollLine {
+		return []metrics.PollLine{pkts("rx-0", "kthread", 0, always(x))}
+	})
+	// No busy-polling receiver: the rule never applies.
+	if outs := Check([]results.Knob{threaded(0.1, 0.12, "1")}, s, rules); len(outs) != 1 || outs[0].Rule.Name != "threaded-not-softirq" {
+		t.Fatalf("%+v", outs)
+	}
+	// Threaded busy-poll mode: the kthread keeps SCHED, so no busy polls are owed.
+	knobs := []results.Knob{threaded(0.1, 0.12, "busy-poll"), busyPoller(0.2, results.BusyPollerOn)}
+	for _, o := range Check(knobs, s, rules) {
+		if o.Rule.Name == "busy-poll-reaches" {
+			t.Fatalf("judged in threaded busy-poll mode: %+v", o)
+		}
+	}
+	// The device down or no packets: nothing is owed either.
+	knobs = []results.Knob{busyPoller(0.2, results.BusyPollerOn), {Step: "down", Start: 0.3, Done: 0.35, Dev: "eth0", Kind: results.KnobLink, Value: "down"}}
+	quiet := snaps(3, func(x float64) []metrics.PollLine { return []metrics.PollLine{line("eth0", "rx-0", "kthread", 0, always(x))} })
+	for _, o := range Check(knobs, quiet, rules) {
+		if o.Rule.Name == "busy-poll-reaches" {
+			t.Fatalf("judged without packets: %+v", o)
+		}
+	}
+}
+
+func TestBusyPollReachesGrace(t *testing.T) {
+	// The phase's only windows lie within the grace: settling, not judged.
+	always := counter(func(float64) bool { return true })
+	knobs := []results.Knob{threaded(0.1, 0.12, "1"), busyPoller(0.15, results.BusyPollerOn), threaded(0.7, 0.72, "0")}
+	s := snaps(1.2, func(x float64) []metrics.PollLine { return []metrics.PollLine{pkts("rx-0", "kthread", 0, always(x))} })
+	o := outcome(t, Check(knobs[:3], s[:4], rules), "busy-poll-reaches")
+	if o.Phases != 0 || o.Settling == 0 || len(o.Broken) != 0 {
+		t.Fatalf("%+v", o)
+	}
+}
+
+func TestByDeviceLineByLine(t *testing.T) {
+	// One task's line vanished, another's grew: the growth counts.
+	prev := []metrics.PollLine{{Dev: "eth0", NAPI: "rx-0", Context: "busypoll", CPU: 1, PID: 10, Polls: 100}}
+	cur := []metrics.PollLine{{Dev: "eth0", NAPI: "rx-0", Context: "busypoll", CPU: 1, PID: 11, Polls: 3}}
+	if d := byDevice(prev, cur)["eth0"][NAPI{"eth0", "rx-0"}]; d.polls["busypoll"] != 3 {
+		t.Fatalf("%+v", d)
+	}
+}
