@@ -81,7 +81,9 @@ func TestBusyPollReachesNeedsItsReceiver(t *testing.T) {
 	}
 	// The device down or no packets: nothing is owed either.
 	knobs = []results.Knob{busyPoller(0.2, results.BusyPollerOn), {Step: "down", Start: 0.3, Done: 0.35, Dev: "eth0", Kind: results.KnobLink, Value: "down"}}
-	quiet := snaps(3, func(x float64) []metrics.PollLine { return []metrics.PollLine{line("eth0", "rx-0", "kthread", 0, always(x))} })
+	quiet := snaps(3, func(x float64) []metrics.PollLine {
+		return []metrics.PollLine{line("eth0", "rx-0", "kthread", 0, always(x))}
+	})
 	for _, o := range Check(knobs, quiet, rules) {
 		if o.Rule.Name == "busy-poll-reaches" {
 			t.Fatalf("judged without packets: %+v", o)
