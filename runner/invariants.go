@@ -52,8 +52,8 @@ func (t *timeline) pollReads() []model.Snapshot {
 }
 
 // invariants checks the run against the model's rules the scenario did not
-// turn off, and lists those it did.
-func (t *timeline) invariants(knobs []results.Knob) []results.Assert {
+// turn off, and lists those it did; release (uname -r) says which rules hold.
+func (t *timeline) invariants(release string, knobs []results.Knob) []results.Assert {
 	var rules []*model.Rule
 	var out []results.Assert
 	for _, r := range model.Rules {
@@ -65,7 +65,7 @@ func (t *timeline) invariants(knobs []results.Knob) []results.Assert {
 		}
 		rules = append(rules, r)
 	}
-	for _, o := range model.Check(knobs, t.pollReads(), rules) {
+	for _, o := range model.Check(model.KernelOf(release), knobs, t.pollReads(), rules) {
 		out = append(out, o.Assert())
 	}
 	return out

@@ -2,11 +2,14 @@ package runner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"napilab/images/wire"
 	"napilab/results"
+	"napilab/results/metrics"
+	"napilab/results/model"
 	"napilab/scenarios"
 )
 
@@ -86,7 +89,7 @@ func TestInvariantsOnTheRecord(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tl := knobTimeline(t, tc.softirqUntil)
-			got := tl.invariants(tl.knobs())
+			got := tl.invariants("6.1.192", tl.knobs())
 			var failed []string
 			for _, a := range got {
 				if a.Kind != results.KindInvariant {
@@ -108,7 +111,7 @@ func TestInvariantsOnTheRecord(t *testing.T) {
 			}
 			// A scenario can turn an invariant off.
 			tl.s.Invariants.Off = map[string]string{"threaded-not-softirq": "why", "down-not-polled": "why"}
-			for _, a := range tl.invariants(tl.knobs()) {
+			for _, a := range tl.invariants("6.1.192", tl.knobs()) {
 				if !a.Passed || a.Measured != "off: why" {
 					t.Errorf("turned off, yet %+v", a)
 				}
@@ -147,5 +150,29 @@ func TestBusyPollerKnobs(t *testing.T) {
 		if ks := tl.s.LoadKnobs(start); len(ks) != 0 {
 			t.Errorf("%+v", ks)
 		}
+	}
+}
+
+func TestThreadListWithPolls(t *testing.T) {
+	// busy-poll-threaded writes threaded: on 7.3 the napi/ kthreads are read
+	// with who polled; a scenario that never sets threaded does not pay.
+	tl := knobTimeline(t, 1)
+	tl.kernel = model.KernelOf("7.3.4")
+	if !slices.Contains(tl.windowSources(), metrics.SourceNAPIThreads) {
+		t.Errorf("sources %v", tl.windowSources())
+	}
+	// Before 6.17 no rule needs them.
+	tl.kernel = model.KernelOf("6.12.117")
+	if slices.Contains(tl.windowSources(), metrics.SourceNAPIThreads) {
+		t.Errorf("6.12 reads the kthreads: %v", tl.windowSources())
+	}
+	s, err := scenarios.Open("../scenarios/rps-ipi.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := newTimeline(s, 1, nil, nil, nil)
+	other.kernel = model.KernelOf("7.3.4")
+	if srcs := other.windowSources(); slices.Contains(srcs, metrics.SourceNAPIThreads) {
+		t.Errorf("rps-ipi reads the kthreads: %v", srcs)
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"napilab/images/wire"
 	"napilab/results"
+	"napilab/results/model"
 	"napilab/results/report"
 	"napilab/results/splat"
 	"napilab/scenarios"
@@ -228,6 +229,7 @@ func (r *run) do(ctx context.Context) error {
 	r.tl = newTimeline(r.s, seed, r.ctl, r.host, r.cfg.Logf)
 	r.tl.ksTimeouts, r.tl.outDir, r.tl.slow = r.cfg.KselftestTimeouts, r.cfg.OutDir, r.res.Accel == "tcg"
 	r.tl.noPolls = r.cfg.NoPolls && !r.s.NeedsPolls()
+	r.tl.kernel = model.KernelOf(r.hello.Kernel)
 	r.tl.cpu = r.guest.cpuUse
 	r.tl.ksRetries, r.tl.strict, r.tl.kernelSpec, r.tl.ksHook = r.cfg.KselftestRetries, r.cfg.Strict, r.cfg.Kernel.Spec, r.cfg.kselftestHook
 	err = r.tl.run(ctx)

@@ -74,7 +74,7 @@ func (r *run) finish(err error) {
 				res.Asserts = append(res.Asserts, r.tl.evaluate(a))
 			}
 		}
-		res.Asserts = append(res.Asserts, r.tl.invariants(res.Knobs)...)
+		res.Asserts = append(res.Asserts, r.tl.invariants(res.Kernel.Release, res.Knobs)...)
 	}
 	for _, a := range res.Asserts {
 		if !a.Passed {

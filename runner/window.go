@@ -11,6 +11,7 @@ import (
 	"napilab/images/wire"
 	"napilab/results"
 	"napilab/results/metrics"
+	"napilab/results/model"
 	"napilab/scenarios"
 )
 
@@ -327,6 +328,12 @@ func (t *timeline) pollsEvery() time.Duration {
 // windowSources are the sources windowed assertions read, sampled with napi_polls.
 func (t *timeline) windowSources() []string {
 	srcs := []string{wire.SourceNAPIPolls}
+	// The kthread rules (results/model). Listing the threads costs the
+	// guest a walk of /proc (45 ms a read under TCG against 1-5 ms
+	// without): only where a rule needs it.
+	if t.s.SetsThreaded() && model.ReadsThreads(t.kernel) {
+		srcs = append(srcs, metrics.SourceNAPIThreads)
+	}
 	for _, a := range t.s.Asserts {
 		if a.During == nil && a.Each == "" {
 			continue

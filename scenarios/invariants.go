@@ -125,6 +125,18 @@ func (s *Scenario) LoadKnobs(st *Step) []results.Knob {
 	return out
 }
 
+// SetsThreaded says a step sets a device's threaded mode (sysfs or
+// napi-set): the run then reads the napi/ kthreads with who polled.
+func (s *Scenario) SetsThreaded() bool {
+	found := false
+	walkSteps(s.Timeline, func(st *Step) {
+		if k, ok := st.Knob(); ok && k.Kind == results.KnobThreaded {
+			found = true
+		}
+	})
+	return found
+}
+
 // walkSteps calls f on every step, parallel branches included, in order.
 func walkSteps(steps []*Step, f func(*Step)) {
 	for _, st := range steps {

@@ -14,6 +14,11 @@ import (
 // lines "dev napi context cpu pid polls packets", cumulative.
 const SourceNAPIPolls = "napi_polls"
 
+// SourceNAPIThreads lists the napi/ kthreads ("pid comm" lines: the agent's
+// threads:<prefix> source), read with the who-polled snapshots when a run
+// turns threaded, for the model's kthread rules.
+const SourceNAPIThreads = "threads:napi/"
+
 // PollContexts are the execution contexts a polls metric can name: softirq
 // (NET_RX softirq wherever it ran, ksoftirqd included), ksoftirqd (the part
 // ksoftirqd ran), kthread (napi/ threads), busypoll (a task polling) and any.

@@ -28,6 +28,13 @@ type Rule struct {
 	// device in every settled phase where applies holds and its NAPIs
 	// polled packets (reach.go), instead of forbidden contexts per window.
 	reaches string
+	// kthreads, when set, makes the rule judge the device's napi/ kthreads
+	// in every thread list (kthreads.go): there must be none.
+	kthreads bool
+	// kernel, when set, says on which releases the rule holds; releases
+	// says it in words.
+	kernel   func(Kernel) bool
+	releases string
 }
 
 // Rules are the invariants every run is checked against. Their graces come
@@ -81,6 +88,20 @@ var Rules = []*Rule{
 		state:   "while a busy-polling receiver runs and the device's NAPIs poll packets",
 		reaches: "busypoll",
 	},
+	{
+		Name: "softirq-no-kthread",
+		Doc: "From 6.17 a device set to softirq mode keeps no napi/ kthreads: netif_set_threaded(dev, " +
+			"DISABLED) calls napi_stop_kthread on every NAPI, which waits until the kthread gives the NAPI up " +
+			"and kthread_stop()s it (689883de94dd, \"net: stop napi kthreads when THREADED napi is disabled\"; " +
+			"7.3.4 dev.c:7255). Before 6.17 the kthread stays until the NAPI is deleted, so the rule does not " +
+			"apply there. Judged per device, on the napi/ threads read with the who-polled snapshots.",
+		Grace:    0.4,
+		applies:  func(s State) bool { return s.Mode == ModeSoftirq },
+		state:    "of a device in softirq mode",
+		kthreads: true,
+		kernel:   Kernel.stopsKthreads,
+		releases: "6.17 and later",
+	},
 }
 
 // RuleNamed returns the invariant called name, or nil.
@@ -108,6 +129,9 @@ func Names() []string {
 type Snapshot struct {
 	From, To float64
 	Lines    []metrics.PollLine
+	// Threads are the napi/ kthreads read with it ("pid comm"; nil: not
+	// read).
+	Threads []string
 }
 
 // Window is a NAPI between two snapshots, in the state the knobs left it,
@@ -124,6 +148,8 @@ type Window struct {
 	Windows int
 	Packets uint64
 	Missing string
+	// Threads are the napi/ kthreads a rule with kthreads saw ("pid comm").
+	Threads []string
 }
 
 // Outcome is what a rule found in a run.
@@ -148,13 +174,17 @@ type Outcome struct {
 
 // Check replays knobs over the snapshots and returns an outcome for every
 // rule whose state the run reached (a rule never exercised is left out).
-func Check(knobs []results.Knob, snaps []Snapshot, rules []*Rule) []Outcome {
+func Check(k Kernel, knobs []results.Knob, snaps []Snapshot, rules []*Rule) []Outcome {
+	rules = slices.DeleteFunc(slices.Clone(rules), func(r *Rule) bool { return r.kernel != nil && !r.kernel(k) })
 	outs := make([]Outcome, len(rules))
 	judged := make([]map[NAPI]bool, len(rules))
-	for i := range rules {
-		outs[i].Rule, judged[i] = rules[i], map[NAPI]bool{}
-		if rules[i].reaches != "" {
-			outs[i] = checkReach(rules[i], knobs, snaps)
+	for i, r := range rules {
+		outs[i].Rule, judged[i] = r, map[NAPI]bool{}
+		switch {
+		case r.reaches != "":
+			outs[i] = checkReach(r, knobs, snaps)
+		case r.kthreads:
+			outs[i] = checkKthreads(r, knobs, snaps)
 		}
 	}
 	for i := 1; i < len(snaps); i++ {
@@ -165,7 +195,7 @@ func Check(knobs []results.Knob, snaps []Snapshot, rules []*Rule) []Outcome {
 			st, ok := stateIn(knobs, n, from, to)
 			for ri, r := range rules {
 				o := &outs[ri]
-				if r.reaches != "" || !r.applies(st) {
+				if r.reaches != "" || r.kthreads || !r.applies(st) {
 					continue
 				}
 				if !ok {
@@ -276,8 +306,11 @@ func (o Outcome) Assert() results.Assert {
 // Bound says what the rule allows: "no softirq, ksoftirqd poll of a NAPI in
 // threaded mode (from 0.50s after the change)".
 func (r *Rule) Bound() string {
-	if r.reaches != "" {
+	switch {
+	case r.reaches != "":
 		return fmt.Sprintf("%s polls of a device's NAPIs in every phase %s%s", r.reaches, r.state, graceWords(r.Grace))
+	case r.kthreads:
+		return fmt.Sprintf("no napi/ kthread %s, on %s%s", r.state, r.releases, graceWords(r.Grace))
 	}
 	return fmt.Sprintf("no %s poll of a NAPI %s%s", strings.Join(r.forbidden, ", "), r.state, graceWords(r.Grace))
 }
@@ -292,8 +325,11 @@ func graceWords(g float64) string {
 // describe says what a broken window saw: "eth0/rx-0: 12 softirq polls
 // (cpu0 9, cpu1 3) in 3.21-3.43s, 0.52s after step ... set threaded=1 at 2.69s".
 func (w Window) describe() string {
-	if w.Missing != "" {
+	switch {
+	case w.Missing != "":
 		return w.describeReach()
+	case w.Threads != nil:
+		return w.describeThreads()
 	}
 	var parts []string
 	for _, ctx := range slices.Sorted(maps.Keys(w.Polls)) {
@@ -330,7 +366,16 @@ func Reads(samples []results.SampleLine) []Snapshot {
 			continue
 		}
 		from := c.At(s.Host, s.Sample.T)
-		out = append(out, Snapshot{From: from, To: from + s.Sample.Took, Lines: lines})
+		snap := Snapshot{From: from, To: from + s.Sample.Took, Lines: lines}
+		if t, ok := s.Sample.Values[metrics.SourceNAPIThreads]; ok {
+			snap.Threads = []string{}
+			for _, l := range strings.Split(t, "\n") {
+				if f := strings.Fields(l); len(f) == 2 {
+					snap.Threads = append(snap.Threads, f[1]+" (pid "+f[0]+")")
+				}
+			}
+		}
+		out = append(out, snap)
 	}
 	slices.SortStableFunc(out, func(a, b Snapshot) int { return cmp.Compare(a.From, b.From) })
 	return out

@@ -41,7 +41,7 @@ func TestBusyPollReaches(t *testing.T) {
 				return []metrics.PollLine{pkts("rx-0", "kthread", 0, always(min(x, 2.5))), pkts("rx-0", "softirq", 0, always(max(x, 2.5))-always(2.5)),
 					line("eth0", "rx-1", "busypoll", 1, busy(x))}
 			})
-			o := outcome(t, Check(knobs, s, rules), "busy-poll-reaches")
+			o := outcome(t, Check(Kernel{}, knobs, s, rules), "busy-poll-reaches")
 			if o.Phases != 2 || o.NAPIs != 1 {
 				t.Fatalf("phases %d devices %d, want 2 and 1", o.Phases, o.NAPIs)
 			}
@@ -69,12 +69,12 @@ func TestBusyPollReachesNeedsItsReceiver(t *testing.T) {
 		return []metrics.PollLine{pkts("rx-0", "kthread", 0, always(x))}
 	})
 	// No busy-polling receiver: the rule never applies.
-	if outs := Check([]results.Knob{threaded(0.1, 0.12, "1")}, s, rules); len(outs) != 1 || outs[0].Rule.Name != "threaded-not-softirq" {
+	if outs := Check(Kernel{}, []results.Knob{threaded(0.1, 0.12, "1")}, s, rules); len(outs) != 1 || outs[0].Rule.Name != "threaded-not-softirq" {
 		t.Fatalf("%+v", outs)
 	}
 	// Threaded busy-poll mode: the kthread keeps SCHED, so no busy polls are owed.
 	knobs := []results.Knob{threaded(0.1, 0.12, "busy-poll"), busyPoller(0.2, results.BusyPollerOn)}
-	for _, o := range Check(knobs, s, rules) {
+	for _, o := range Check(Kernel{}, knobs, s, rules) {
 		if o.Rule.Name == "busy-poll-reaches" {
 			t.Fatalf("judged in threaded busy-poll mode: %+v", o)
 		}
@@ -84,7 +84,7 @@ func TestBusyPollReachesNeedsItsReceiver(t *testing.T) {
 	quiet := snaps(3, func(x float64) []metrics.PollLine {
 		return []metrics.PollLine{line("eth0", "rx-0", "kthread", 0, always(x))}
 	})
-	for _, o := range Check(knobs, quiet, rules) {
+	for _, o := range Check(Kernel{}, knobs, quiet, rules) {
 		if o.Rule.Name == "busy-poll-reaches" {
 			t.Fatalf("judged without packets: %+v", o)
 		}
@@ -96,7 +96,7 @@ func TestBusyPollReachesGrace(t *testing.T) {
 	always := counter(func(float64) bool { return true })
 	knobs := []results.Knob{threaded(0.1, 0.12, "1"), busyPoller(0.15, results.BusyPollerOn), threaded(0.7, 0.72, "0")}
 	s := snaps(1.2, func(x float64) []metrics.PollLine { return []metrics.PollLine{pkts("rx-0", "kthread", 0, always(x))} })
-	o := outcome(t, Check(knobs[:3], s[:4], rules), "busy-poll-reaches")
+	o := outcome(t, Check(Kernel{}, knobs[:3], s[:4], rules), "busy-poll-reaches")
 	if o.Phases != 0 || o.Settling == 0 || len(o.Broken) != 0 {
 		t.Fatalf("%+v", o)
 	}
