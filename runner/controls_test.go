@@ -92,6 +92,11 @@ var positiveControls = []positiveControl{
 	// against 23.7 on the base).
 	{spec: "regress-threaded-busy-poll-7.3.yaml", scenario: "threaded-busy-poll.yaml", labOnly: true,
 		title: regexp.MustCompile(`^assertion failed: busy polling, not waiting for packets \(empty polls\)$`)},
+	// 7.3 whose threaded=0 clears the mode without stopping the kthreads
+	// (6.16's behaviour): softirq polls, no kthread does, the knob reads 0;
+	// only the release-aware invariant sees the kthreads stay (5 of 5).
+	{spec: "regress-napi-kthread-stays-7.3.yaml", scenario: "threaded-off-while-down.yaml", labOnly: true,
+		title: regexp.MustCompile(`^invariant failed: softirq-no-kthread$`)},
 	// A realistic mutation: __netif_set_xps_queue() forgets to free the
 	// maps it replaces. Each channel change leaks; kmemleak names it.
 	{spec: "regress-xps-map-leak-6.1.yaml", scenario: "napi-disable-race.yaml", debug: true,

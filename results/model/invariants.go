@@ -282,6 +282,10 @@ func (o Outcome) Assert() results.Assert {
 	case o.Judged == 0:
 		a.Unmeasured = true
 		a.Measured = fmt.Sprintf("not measured: %d windows in that state, each with a change under way", o.Unsure)
+	case len(o.Broken) > 0 && r.kthreads:
+		a.Measured = fmt.Sprintf("%d of %d thread lists of %d devices broke it", len(o.Broken), o.Judged, o.NAPIs)
+	case r.kthreads:
+		a.Measured = fmt.Sprintf("held in %d thread lists of %d devices", o.Judged, o.NAPIs)
 	case len(o.Broken) > 0 && r.reaches != "":
 		a.Measured = fmt.Sprintf("%d of %d phases of %d devices broke it", len(o.Broken), o.Phases, o.NAPIs)
 	case len(o.Broken) > 0:

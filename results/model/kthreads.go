@@ -104,5 +104,8 @@ func (w Window) describeThreads() string {
 	if w.After >= 0 {
 		s += fmt.Sprintf(", %.2fs after %s", w.After, w.State.describe())
 	}
+	if m := w.State.ModeBy; m != nil && m != w.State.By {
+		s += fmt.Sprintf("; %s", State{By: m}.describe())
+	}
 	return s
 }

@@ -71,6 +71,8 @@ type State struct {
 	// busy_poll, started and not stopped).
 	Busy bool
 	By   *results.Knob
+	// ModeBy is the change that set Mode (nil: none did).
+	ModeBy *results.Knob
 }
 
 // stateIn replays the knobs that touch n and returns its state through
@@ -111,7 +113,7 @@ func stateIn(knobs []results.Knob, n NAPI, from, to float64) (st State, ok bool)
 		case k.Failed:
 			st.Mode = ModeUnknown
 		default:
-			st.Mode = modeOf(k.Value)
+			st.Mode, st.ModeBy = modeOf(k.Value), k
 		}
 		st.By = k
 	}
