@@ -44,7 +44,7 @@ func judgeRuns(w io.Writer, dirs []string) error {
 			if len(o.Lags) > 0 {
 				lag = fmt.Sprintf("%.2fs", slices.Max(o.Lags))
 			}
-			judged := fmt.Sprintf("%d windows", o.Judged)
+			judged := fmt.Sprintf("%d %s", o.Judged, o.Unit())
 			if o.Phases > 0 {
 				judged = fmt.Sprintf("%d phases", o.Phases) // broken counts phases too
 			}

@@ -234,8 +234,12 @@ type Knob struct {
 	Netns string  `json:"netns,omitempty"`
 	Dev   string  `json:"dev"`
 	Queue *int    `json:"queue,omitempty"` // the NAPI of one RX queue; nil: every NAPI of Dev
-	Kind  string  `json:"kind"`            // KnobThreaded, KnobLink, KnobNAPIs or KnobBusyPoller
-	Value string  `json:"value"`           // threaded: 0, 1, disabled, enabled, busy-poll; link: up, down; GRO on, off; XDP attach, detach; busy-poller on, off
+	// NAPISet says the change went through napi-set, which reaches only
+	// the NAPIs napi-get lists (those with an id: not virtio-net's TX
+	// NAPIs); sysfs threaded reaches every NAPI of the device.
+	NAPISet bool   `json:"napi_set,omitempty"`
+	Kind    string `json:"kind"`  // KnobThreaded, KnobLink, KnobNAPIs or KnobBusyPoller
+	Value   string `json:"value"` // threaded: 0, 1, disabled, enabled, busy-poll; link: up, down; GRO on, off; XDP attach, detach; busy-poller on, off
 	// Failed says the action returned an error: what it left is unknown.
 	Failed bool `json:"failed,omitempty"`
 }

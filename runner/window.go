@@ -55,7 +55,7 @@ func (t *timeline) windowSpan(w *scenarios.Window) (from, to float64, err error)
 }
 
 // metricIn is a metric's change between the snapshots nearest the window's
-// edges, and the seconds between them. The timeline snapshots at the edges
+// edges (not taken across an edge), and the seconds between them. The timeline snapshots at the edges
 // itself (edges.go); a window whose nearest snapshots are further off than a
 // quarter of its length (at least 20 ms) is not measured. A snapshot is
 // placed where the guest read it (its uptime on the host's clock, see
@@ -76,10 +76,14 @@ func (t *timeline) metricIn(name string, from, to float64) (delta, secs float64,
 			continue
 		}
 		h := at(s)
-		if a == nil || math.Abs(h-from) < math.Abs(ta-from) {
+		// A snapshot read across an edge may have read the state before
+		// or after a change made there: it measures neither side (7.3: a
+		// napi step's own change, read by the periodic sampler while the
+		// step ran, made a window's delta 0 and the run FAIL).
+		if !acrossEdge(h, s.Data.Took, from) && (a == nil || math.Abs(h-from) < math.Abs(ta-from)) {
 			a, ta = s, h
 		}
-		if b == nil || math.Abs(h-to) < math.Abs(tb-to) {
+		if !acrossEdge(h, s.Data.Took, to) && (b == nil || math.Abs(h-to) < math.Abs(tb-to)) {
 			b, tb = s, h
 		}
 	}
@@ -103,6 +107,10 @@ func (t *timeline) metricIn(name string, from, to float64) (delta, secs float64,
 	}
 	return vb - va, tb - ta, nil
 }
+
+// acrossEdge says a snapshot placed at h (the middle of its reading, see
+// readAt) that took took seconds was read across the host time edge.
+func acrossEdge(h, took, edge float64) bool { return h-took/2 < edge && h+took/2 > edge }
 
 // readAt places snapshots on the host's timeline at the middle of their
 // reading, on the guest's clock (results.GuestClock).

@@ -106,6 +106,27 @@ func TestMetricIn(t *testing.T) {
 	}
 }
 
+// TestMetricInAcrossEdge: a periodic snapshot read while a step that starts
+// the window ran is nearest its start, yet may hold the step's change; the
+// edge snapshot read just before is the window's start (threaded-busy-poll on
+// 7.3: napi-get's threaded went 2 -> 0 in the step, the delta read 0).
+func TestMetricInAcrossEdge(t *testing.T) {
+	const kthread = "napi.polls.vrx.rx-0.kthread"
+	tl := windowTimeline(windowScenario(t, ""))
+	for _, s := range []struct {
+		guest, took float64
+		kthread     int
+	}{{10.959, 0.04, 0}, {11.019, 0.06, 7}, {12.05, 0.02, 50}} {
+		d := pollsAt(s.kthread, 0)
+		d.T, d.Took = s.guest-s.took/2, s.took // placed at guest - 10 s
+		tl.samples = append(tl.samples, sampleRec{Group: edgesGroup, Sent: s.guest - 10 - 0.1, Host: s.guest - 10 + 0.01, Data: d})
+	}
+	d, _, err := tl.metricIn(kthread, 1, 2)
+	if err != nil || d != 50 {
+		t.Fatalf("metricIn = %v (%v), want 50: from the snapshot read before 1s, not the one read across it", d, err)
+	}
+}
+
 // TestMetricInGuestClock: a slow guest's replies arrive late; its snapshots
 // are placed where it read them, on its own clock, and the rate's seconds
 // are the guest's (the CI failure: replies 0.2 s late on a debug kernel

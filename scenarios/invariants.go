@@ -92,7 +92,7 @@ func (st *Step) Knob() (results.Knob, bool) {
 		}
 		k.Kind, k.Dev, k.Netns = results.KnobThreaded, dev, st.Write.Netns
 	case st.NAPI != nil && len(st.NAPI.Threaded) > 0:
-		k.Kind, k.Dev, k.Netns, k.Queue = results.KnobThreaded, st.NAPI.Dev, st.NAPI.Netns, st.NAPI.Queue
+		k.Kind, k.Dev, k.Netns, k.Queue, k.NAPISet = results.KnobThreaded, st.NAPI.Dev, st.NAPI.Netns, st.NAPI.Queue, true
 	case st.Link != nil:
 		k.Kind, k.Dev, k.Netns = results.KnobLink, st.Link.Dev, st.Link.Netns
 	case st.GRO != nil:

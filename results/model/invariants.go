@@ -272,6 +272,18 @@ func forbiddenPolls(r *Rule, prev, cur polls) map[string]map[int]uint64 {
 	return bad
 }
 
+// Unit says what Judged counts: windows, phases (Phases of them judged)
+// or thread lists.
+func (o Outcome) Unit() string {
+	switch {
+	case o.Rule.reaches != "":
+		return "phases"
+	case o.Rule.kthreads:
+		return "thread lists"
+	}
+	return "windows"
+}
+
 // Assert is the outcome as a run's results record it (Kind invariant): it
 // fails on a broken window; a rule exercised but never settled for a whole
 // window is not measured, which passes (the run asked for nothing).

@@ -79,8 +79,9 @@ type State struct {
 // [from, to] (host seconds since the timeline began). ok is false when a
 // change was under way in the window (issued before to, returned after
 // from): the kernel applied it somewhere in its span, so the window holds
-// two states; st is then the state the window ended in. A knob naming one queue leaves a NAPI of unknown queue
-// unknown from then on.
+// two states; st is then the state the window ended in. A knob naming one
+// queue, or set with napi-set, leaves a NAPI of unknown queue unknown from
+// then on.
 func stateIn(knobs []results.Knob, n NAPI, from, to float64) (st State, ok bool) {
 	q, qok := n.queue()
 	linkKnown, settled := true, true
@@ -106,7 +107,9 @@ func stateIn(knobs []results.Knob, n NAPI, from, to float64) (st State, ok bool)
 			// new settling time.
 		case k.Kind != results.KnobThreaded:
 			continue
-		case k.Queue != nil && !qok:
+		case (k.Queue != nil || k.NAPISet) && !qok:
+			// Which NAPI this is, and so whether napi-set reached it
+			// (TX NAPIs have no id), is unknown.
 			st.Mode = ModeUnknown
 		case k.Queue != nil && *k.Queue != q:
 			continue

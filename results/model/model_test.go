@@ -247,3 +247,23 @@ func TestSegments(t *testing.T) {
 		}
 	}
 }
+
+func TestNAPISetSkipsUnknownNAPIs(t *testing.T) {
+	// napi-set busy-poll on eth0 (threaded-busy-poll on 7.3): the TX NAPI
+	// has no id, napi-set never reached it, softirq may go on polling it.
+	k := threaded(1.0, 1.05, "busy-poll")
+	k.NAPISet = true
+	soft := counter(func(float64) bool { return true })
+	s := snaps(3, func(x float64) []metrics.PollLine {
+		return []metrics.PollLine{line("eth0", "tx@5b12c0", "ksoftirqd", 0, soft(x)), line("eth0", "rx-0", "kthread", 1, soft(x))}
+	})
+	o := outcome(t, Check(Kernel{7, 3}, []results.Knob{k}, s, rules), "threaded-not-softirq")
+	if len(o.Broken) != 0 || o.NAPIs != 1 {
+		t.Fatalf("%+v", o)
+	}
+	// Through sysfs threaded the same softirq polls break it.
+	k.NAPISet = false
+	if o := outcome(t, Check(Kernel{7, 3}, []results.Knob{k}, s, rules), "threaded-not-softirq"); len(o.Broken) == 0 {
+		t.Fatalf("%+v", o)
+	}
+}
