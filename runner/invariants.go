@@ -65,8 +65,27 @@ func (t *timeline) invariants(release string, knobs []results.Knob) []results.As
 		}
 		rules = append(rules, r)
 	}
+	judged := map[string]bool{}
 	for _, o := range model.Check(model.KernelOf(release), knobs, t.pollReads(), rules) {
-		out = append(out, o.Assert())
+		a := o.Assert()
+		judged[a.Name] = !a.Unmeasured
+		out = append(out, a)
+	}
+	// An invariant the scenario requires and the run could not judge is
+	// the lab's failure to measure it: ERROR, never FAIL.
+	for _, name := range t.s.Invariants.Require {
+		if judged[name] {
+			continue
+		}
+		i := slices.IndexFunc(out, func(a results.Assert) bool { return a.Name == name })
+		if i < 0 {
+			r := model.RuleNamed(name)
+			out = append(out, results.Assert{Name: name, Kind: results.KindInvariant, Unmeasured: true,
+				Measured: "not measured: the run never reached its state (or the kernel's release has no such rule)", Bound: r.Bound()})
+			i = len(out) - 1
+		}
+		out[i].Passed, out[i].Unmeasured = false, true
+		out[i].Measured += " (required by the scenario)"
 	}
 	return out
 }

@@ -176,3 +176,28 @@ func TestThreadListWithPolls(t *testing.T) {
 		t.Errorf("rps-ipi reads the kthreads: %v", srcs)
 	}
 }
+
+func TestRequiredInvariants(t *testing.T) {
+	// threaded=1 at 1.0 s lets threaded-not-softirq judge; no busy-polling
+	// receiver runs, so busy-poll-reaches never applies.
+	tl := knobTimeline(t, 1.01)
+	tl.s.Invariants.Require = []string{"threaded-not-softirq", "busy-poll-reaches"}
+	got := map[string]results.Assert{}
+	for _, a := range tl.invariants("6.1.192", tl.knobs()) {
+		got[a.Name] = a
+	}
+	if a := got["threaded-not-softirq"]; !a.Passed || a.Unmeasured {
+		t.Errorf("a required invariant that held: %+v", a)
+	}
+	a, ok := got["busy-poll-reaches"]
+	if !ok || a.Passed || !a.Unmeasured || !strings.Contains(a.Measured, "required by the scenario") {
+		t.Errorf("a required invariant never judged: %+v, want failed and not measured (ERROR)", a)
+	}
+	// Without require it is left out, as before.
+	tl.s.Invariants.Require = nil
+	for _, a := range tl.invariants("6.1.192", tl.knobs()) {
+		if a.Name == "busy-poll-reaches" {
+			t.Errorf("listed without require: %+v", a)
+		}
+	}
+}

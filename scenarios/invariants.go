@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -18,6 +19,10 @@ type Invariants struct {
 	// Off maps an invariant's name to why it does not hold here; the
 	// reason is shown in every report.
 	Off map[string]string `yaml:"off"`
+	// Require lists invariants the scenario is written to exercise: one the
+	// run could not judge (never settled in its state, no snapshots) makes
+	// the run ERROR instead of passing as "not judged".
+	Require []string `yaml:"require"`
 
 	pos Pos
 }
@@ -42,6 +47,14 @@ func (k *checker) invariants() {
 			k.c.add(p, "invariants.off: %s needs a reason", name)
 		}
 	}
+	for _, name := range k.s.Invariants.Require {
+		switch {
+		case model.RuleNamed(name) == nil:
+			k.c.add(p, "invariants.require: unknown invariant %q (known: %s)", name, strings.Join(model.Names(), ", "))
+		case k.s.Invariants.Off[name] != "":
+			k.c.add(p, "invariants.require: %s is also turned off", name)
+		}
+	}
 }
 
 // explainInvariants lists the invariants in force and those turned off.
@@ -52,7 +65,11 @@ func (s *Scenario) explainInvariants(w io.Writer) {
 			fmt.Fprintf(w, "  - %s: off (%s)\n", r.Name, why)
 			continue
 		}
-		fmt.Fprintf(w, "  - %s: %s\n", r.Name, r.Bound())
+		req := ""
+		if slices.Contains(s.Invariants.Require, r.Name) {
+			req = " (required: not judged is an ERROR)"
+		}
+		fmt.Fprintf(w, "  - %s: %s%s\n", r.Name, r.Bound(), req)
 	}
 	var on []string
 	walkSteps(s.Timeline, func(st *Step) {
