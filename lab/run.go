@@ -332,7 +332,11 @@ func writeVerdict(w io.Writer, r *results.Result, dir string) {
 	shown := map[string]bool{} // failed assertions are printed above their reason
 	for _, a := range r.Asserts {
 		mark := "ok  "
-		if !a.Passed {
+		switch {
+		case !a.Passed && a.Unmeasured:
+			mark = "n/m " // not measured: the lab's, an ERROR
+			shown[a.Reason()] = true
+		case !a.Passed:
 			mark = "FAIL"
 			shown[a.Reason()] = true
 		}
