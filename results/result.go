@@ -238,8 +238,8 @@ type Knob struct {
 	// the NAPIs napi-get lists (those with an id: not virtio-net's TX
 	// NAPIs); sysfs threaded reaches every NAPI of the device.
 	NAPISet bool   `json:"napi_set,omitempty"`
-	Kind    string `json:"kind"`  // KnobThreaded, KnobLink, KnobNAPIs or KnobBusyPoller
-	Value   string `json:"value"` // threaded: 0, 1, disabled, enabled, busy-poll; link: up, down; GRO on, off; XDP attach, detach; busy-poller on, off
+	Kind    string `json:"kind"`  // KnobThreaded, KnobLink, KnobNAPIs, KnobBusyPoller, KnobRPS, KnobRFS or KnobNetifRx
+	Value   string `json:"value"` // threaded: 0, 1, disabled, enabled, busy-poll; link: up, down; GRO on, off; XDP attach, detach; busy-poller on, off; rps: a mask; rfs: a count
 	// Failed says the action returned an error: what it left is unknown.
 	Failed bool `json:"failed,omitempty"`
 }
@@ -254,6 +254,16 @@ const (
 	KnobBusyPoller = "busy-poller"
 	BusyPollerOn   = "on"
 	BusyPollerOff  = "off"
+	// KnobRPS sets the rps_cpus mask (Value, hex) of Dev's RX queue Queue;
+	// KnobRFS sets rps_flow_cnt of one (Dev, Queue) or, with no Dev, the
+	// rps_sock_flow_entries sysctl: RFS, which steers to any CPU.
+	KnobRPS = "rps"
+	KnobRFS = "rfs"
+	// KnobNetifRx is a device that hands what it receives to the backlog
+	// of the CPU it runs on unless its RX queue has an RPS mask (netif_rx:
+	// veth without NAPI, lo), recorded at 0s; Dev "*" stands for devices
+	// the lab does not know (an exec or kselftest step makes its own).
+	KnobNetifRx = "netif-rx"
 )
 
 // Step is one timeline step as it ran.

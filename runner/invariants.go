@@ -10,8 +10,9 @@ import (
 
 // knobs returns every repetition that changed a device's NAPI state, in
 // the order issued: writes of /sys/class/net/<dev>/threaded, napi steps
-// setting threaded, link, GRO and XDP steps, and the start and stop of
-// busy-polling receivers.
+// setting threaded, link, GRO and XDP steps, RPS and RFS settings, the
+// start and stop of busy-polling receivers; and, at 0s, the devices that
+// feed a CPU's backlog without NAPI.
 func (t *timeline) knobs() []results.Knob {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -23,17 +24,17 @@ func (t *timeline) knobs() []results.Knob {
 				out = append(out, k)
 			}
 		}
-		k, ok := st.Knob()
-		if !ok {
-			continue
-		}
-		for _, it := range its {
-			k.Start, k.Done, k.Value, k.Failed = it.start, it.done, it.value, it.failed
-			if k.Value != "" {
-				out = append(out, k)
+		for _, k := range st.Knobs() {
+			fixed := k.Value
+			for _, it := range its {
+				k.Start, k.Done, k.Value, k.Failed = it.start, it.done, cmp.Or(fixed, it.value), it.failed
+				if k.Value != "" {
+					out = append(out, k)
+				}
 			}
 		}
 	}
+	out = append(out, t.s.NetifRx()...)
 	slices.SortStableFunc(out, func(a, b results.Knob) int { return cmp.Compare(a.Start, b.Start) })
 	return out
 }

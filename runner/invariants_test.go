@@ -69,11 +69,15 @@ func TestKnobsFromIterations(t *testing.T) {
 		t.Errorf("knobs %+v", knobs)
 	}
 	// Writes of other files set no knob.
-	if _, ok := (&scenarios.Step{Write: &scenarios.Write{Path: "/sys/class/net/eth0/gro_flush_timeout"}}).Knob(); ok {
-		t.Error("gro_flush_timeout counted as a knob")
+	for _, p := range []string{"/sys/class/net/eth0/gro_flush_timeout", "/sys/class/net/../threaded",
+		"/sys/class/net/eth0/queues/tx-0/rps_cpus", "/sys/class/net/eth0/queues/rx-x/rps_cpus"} {
+		if ks := (&scenarios.Step{Write: &scenarios.Write{Path: p}}).Knobs(); len(ks) > 0 {
+			t.Errorf("a write of %s counted as a knob: %+v", p, ks)
+		}
 	}
-	if _, ok := (&scenarios.Step{Write: &scenarios.Write{Path: "/sys/class/net/../threaded"}}).Knob(); ok {
-		t.Error("a path outside a device counted as a knob")
+	ks := (&scenarios.Step{Write: &scenarios.Write{Path: "/sys/class/net/eth0/queues/rx-1/rps_cpus"}}).Knobs()
+	if len(ks) != 1 || ks[0].Kind != results.KnobRPS || ks[0].Queue == nil || *ks[0].Queue != 1 {
+		t.Errorf("rps_cpus write: %+v", ks)
 	}
 }
 

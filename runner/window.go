@@ -342,6 +342,10 @@ func (t *timeline) windowSources() []string {
 	if t.s.SetsThreaded() && model.ReadsThreads(t.kernel) {
 		srcs = append(srcs, metrics.SourceNAPIThreads)
 	}
+	// The rps rule: RPS IPIs per CPU (a read of softnet_stat is cheap).
+	if t.s.SetsRPS() {
+		srcs = append(srcs, metrics.SourceSoftnet)
+	}
 	for _, a := range t.s.Asserts {
 		if a.During == nil && a.Each == "" {
 			continue

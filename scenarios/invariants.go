@@ -5,6 +5,7 @@ import (
 	"io"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -59,7 +60,7 @@ func (k *checker) invariants() {
 
 // explainInvariants lists the invariants in force and those turned off.
 func (s *Scenario) explainInvariants(w io.Writer) {
-	fmt.Fprintln(w, "invariants (checked on every NAPI whose threaded mode, link or busy-polling receiver a step sets, once settled):")
+	fmt.Fprintln(w, "invariants (checked on every NAPI whose threaded mode, link or busy-polling receiver a step sets, and on RPS masks, once settled):")
 	for _, r := range model.Rules {
 		if why, off := s.Invariants.Off[r.Name]; off {
 			fmt.Fprintf(w, "  - %s: off (%s)\n", r.Name, why)
@@ -73,10 +74,7 @@ func (s *Scenario) explainInvariants(w io.Writer) {
 	}
 	var on []string
 	walkSteps(s.Timeline, func(st *Step) {
-		ks := s.LoadKnobs(st)
-		if k, ok := st.Knob(); ok {
-			ks = append(ks, k)
-		}
+		ks := append(s.LoadKnobs(st), st.Knobs()...)
 		for _, k := range ks {
 			what := k.Kind
 			switch k.Kind {
@@ -84,6 +82,8 @@ func (s *Scenario) explainInvariants(w io.Writer) {
 				what = "GRO/XDP"
 			case results.KnobBusyPoller:
 				what = "busy-polling receiver " + k.Value
+			case results.KnobRPS:
+				what = "rps_cpus"
 			}
 			on = append(on, fmt.Sprintf("%s %s%s (line %d)", k.Dev, what, inNetns(k.Netns), k.Line))
 		}
@@ -95,19 +95,16 @@ func (s *Scenario) explainInvariants(w io.Writer) {
 	fmt.Fprintf(w, "  judged after the changes of: %s\n", strings.Join(on, ", "))
 }
 
-// Knob says which device state a step's repetitions set, if any: a write
+// Knobs says which device state a step's repetitions set, if any: a write
 // of /sys/class/net/<dev>/threaded, a napi step setting threaded, a link,
-// GRO or XDP step. Start, Done and Value are the runner's, per repetition.
-func (st *Step) Knob() (results.Knob, bool) {
+// GRO or XDP step; an rps step (one knob per queue), a write of a queue's
+// rps_cpus or rps_flow_cnt, the rps_sock_flow_entries sysctl. Start, Done
+// and, where it is "", Value are the runner's, per repetition.
+func (st *Step) Knobs() []results.Knob {
 	k := results.Knob{Step: st.Label(), Line: st.Pos.Line}
 	switch {
 	case st.Write != nil:
-		dir, file := path.Split(path.Clean(st.Write.Path))
-		dev, ok := strings.CutPrefix(strings.TrimSuffix(dir, "/"), "/sys/class/net/")
-		if file != "threaded" || !ok || dev == "" || strings.Contains(dev, "/") {
-			return k, false
-		}
-		k.Kind, k.Dev, k.Netns = results.KnobThreaded, dev, st.Write.Netns
+		return writeKnobs(k, st.Write)
 	case st.NAPI != nil && len(st.NAPI.Threaded) > 0:
 		k.Kind, k.Dev, k.Netns, k.Queue, k.NAPISet = results.KnobThreaded, st.NAPI.Dev, st.NAPI.Netns, st.NAPI.Queue, true
 	case st.Link != nil:
@@ -116,10 +113,101 @@ func (st *Step) Knob() (results.Knob, bool) {
 		k.Kind, k.Dev, k.Netns = results.KnobNAPIs, st.GRO.Dev, st.GRO.Netns
 	case st.XDP != nil:
 		k.Kind, k.Dev, k.Netns = results.KnobNAPIs, st.XDP.Dev, st.XDP.Netns
+	case st.RPS != nil:
+		return rpsKnobs(k, st.RPS)
+	case st.Sysctl != nil && st.Sysctl.Name == "net.core.rps_sock_flow_entries":
+		k.Kind, k.Netns = results.KnobRFS, st.Sysctl.Netns
 	default:
-		return k, false
+		return nil
 	}
-	return k, true
+	return []results.Knob{k}
+}
+
+// writeKnobs reads a write step: the threaded file, or a queue's RPS files
+// (/sys/class/net/<dev>/queues/rx-<n>/rps_cpus, rps_flow_cnt).
+func writeKnobs(k results.Knob, w *Write) []results.Knob {
+	rest, ok := strings.CutPrefix(path.Clean(w.Path), "/sys/class/net/")
+	f := strings.Split(rest, "/")
+	if !ok || f[0] == "" || f[0] == ".." || f[0] == "." {
+		return nil
+	}
+	k.Dev, k.Netns = f[0], w.Netns
+	switch {
+	case len(f) == 2 && f[1] == "threaded":
+		k.Kind = results.KnobThreaded
+	case len(f) == 4 && f[1] == "queues" && (f[3] == "rps_cpus" || f[3] == "rps_flow_cnt"):
+		q, err := strconv.Atoi(strings.TrimPrefix(f[2], "rx-"))
+		if err != nil || !strings.HasPrefix(f[2], "rx-") {
+			return nil
+		}
+		k.Kind, k.Queue = results.KnobRPS, &q
+		if f[3] == "rps_flow_cnt" {
+			k.Kind = results.KnobRFS
+		}
+	default:
+		return nil
+	}
+	return []results.Knob{k}
+}
+
+// rpsKnobs are an rps step's: its mask on each queue, and its flow count.
+func rpsKnobs(k results.Knob, r *RPS) []results.Knob {
+	var out []results.Knob
+	for _, q := range queuesOr(r.Queues) {
+		k := k
+		k.Dev, k.Netns, k.Queue = r.Dev, r.Netns, &q
+		if len(r.CPUs) > 0 {
+			k.Kind = results.KnobRPS
+			out = append(out, k)
+		}
+		if r.FlowCnt != nil {
+			k.Kind, k.Value = results.KnobRFS, strconv.Itoa(*r.FlowCnt)
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// NetifRx lists, as knobs at 0s, the devices that hand what they receive to
+// a CPU's backlog without NAPI (netif_rx), unless their queue has an RPS
+// mask: every veth end (without GRO or XDP veth has no NAPI), lo where a
+// load's sender and sink share a namespace, and "*" where an exec or
+// kselftest step may make traffic of its own.
+func (s *Scenario) NetifRx() []results.Knob {
+	var out []results.Knob
+	add := func(dev, netns string) {
+		out = append(out, results.Knob{Kind: results.KnobNetifRx, Dev: dev, Netns: netns, Value: "on"})
+	}
+	for _, v := range s.Topology.Veths {
+		add(v.Name, v.Netns)
+		add(v.Peer.Name, v.Peer.Netns)
+	}
+	lo := map[string]bool{}
+	for _, name := range sortedKeys(s.Loads) {
+		l := s.Loads[name]
+		if !l.From.Host && l.From.Netns == l.SinkNetns && !lo[l.SinkNetns] {
+			lo[l.SinkNetns] = true
+			add("lo", l.SinkNetns)
+		}
+	}
+	other := false
+	walkSteps(s.Timeline, func(st *Step) { other = other || st.Exec != nil || len(st.Kselftest) > 0 })
+	if other {
+		add("*", "")
+	}
+	return out
+}
+
+// SetsRPS says a step sets an RPS mask: the run then reads softnet_stat
+// with who polled, for the rps rule.
+func (s *Scenario) SetsRPS() bool {
+	found := false
+	walkSteps(s.Timeline, func(st *Step) {
+		for _, k := range st.Knobs() {
+			found = found || k.Kind == results.KnobRPS
+		}
+	})
+	return found
 }
 
 // LoadKnobs says which busy-polling receivers a start or stop step starts
@@ -147,8 +235,8 @@ func (s *Scenario) LoadKnobs(st *Step) []results.Knob {
 func (s *Scenario) SetsThreaded() bool {
 	found := false
 	walkSteps(s.Timeline, func(st *Step) {
-		if k, ok := st.Knob(); ok && k.Kind == results.KnobThreaded {
-			found = true
+		for _, k := range st.Knobs() {
+			found = found || k.Kind == results.KnobThreaded
 		}
 	})
 	return found

@@ -31,6 +31,9 @@ type Rule struct {
 	// kthreads, when set, makes the rule judge the device's napi/ kthreads
 	// in every thread list (kthreads.go): there must be none.
 	kthreads bool
+	// rps, when set, makes the rule judge where RPS steered packets
+	// (rps.go) instead of who polled a NAPI.
+	rps bool
 	// kernel, when set, says on which releases the rule holds; releases
 	// says it in words.
 	kernel   func(Kernel) bool
@@ -102,6 +105,20 @@ var Rules = []*Rule{
 		kernel:   Kernel.stopsKthreads,
 		releases: "6.17 and later",
 	},
+	{
+		Name: "rps-in-mask",
+		Doc: "With RPS masks set and RFS off, packets are steered only to the masks' CPUs: get_rps_cpu picks " +
+			"map->cpus[reciprocal_scale(hash, map->len)] of the receiving queue's rps_map (dev.c:4671 [4869]), " +
+			"an unmasked queue gets -1 and stays on the CPU it arrived on (netif_rx_internal, dev.c:5090 [5371]), " +
+			"and only a remote enqueue_to_backlog sends the RPS IPI that softnet_stat counts as received_rps " +
+			"(rps_trigger_softirq, dev.c:4728 [4926]). So no CPU outside the union of the masks takes an RPS IPI; " +
+			"and where every device that hands packets to a backlog without NAPI (netif_rx: veth without GRO or " +
+			"XDP, lo) has a mask, no CPU outside it polls backlog packets. RFS (rps_flow_cnt, " +
+			"rps_sock_flow_entries) steers to the application's CPU instead: not judged then.",
+		Grace: 0.4,
+		state: "while RPS masks are set and RFS is off",
+		rps:   true,
+	},
 }
 
 // RuleNamed returns the invariant called name, or nil.
@@ -132,6 +149,9 @@ type Snapshot struct {
 	// Threads are the napi/ kthreads read with it ("pid comm"; nil: not
 	// read).
 	Threads []string
+	// IPIs are the RPS IPIs each CPU took so far (softnet_stat's
+	// received_rps; nil: not read).
+	IPIs map[int]uint64
 }
 
 // Window is a NAPI between two snapshots, in the state the knobs left it,
@@ -150,6 +170,8 @@ type Window struct {
 	Missing string
 	// Threads are the napi/ kthreads a rule with kthreads saw ("pid comm").
 	Threads []string
+	// Mask is the RPS masks' union a window of the rps rule broke.
+	Mask uint64
 }
 
 // Outcome is what a rule found in a run.
@@ -185,6 +207,8 @@ func Check(k Kernel, knobs []results.Knob, snaps []Snapshot, rules []*Rule) []Ou
 			outs[i] = checkReach(r, knobs, snaps)
 		case r.kthreads:
 			outs[i] = checkKthreads(r, knobs, snaps)
+		case r.rps:
+			outs[i] = checkRPS(r, knobs, snaps)
 		}
 	}
 	for i := 1; i < len(snaps); i++ {
@@ -195,7 +219,7 @@ func Check(k Kernel, knobs []results.Knob, snaps []Snapshot, rules []*Rule) []Ou
 			st, ok := stateIn(knobs, n, from, to)
 			for ri, r := range rules {
 				o := &outs[ri]
-				if r.reaches != "" || r.kthreads || !r.applies(st) {
+				if r.reaches != "" || r.kthreads || r.rps || !r.applies(st) {
 					continue
 				}
 				if !ok {
@@ -298,6 +322,10 @@ func (o Outcome) Assert() results.Assert {
 		a.Measured = fmt.Sprintf("%d of %d thread lists of %d devices broke it", len(o.Broken), o.Judged, o.NAPIs)
 	case r.kthreads:
 		a.Measured = fmt.Sprintf("held in %d thread lists of %d devices", o.Judged, o.NAPIs)
+	case len(o.Broken) > 0 && r.rps:
+		a.Measured = fmt.Sprintf("%d of %d windows broke it", len(o.Broken), o.Judged)
+	case r.rps:
+		a.Measured = fmt.Sprintf("held in %d windows", o.Judged)
 	case len(o.Broken) > 0 && r.reaches != "":
 		a.Measured = fmt.Sprintf("%d of %d phases of %d devices broke it", len(o.Broken), o.Phases, o.NAPIs)
 	case len(o.Broken) > 0:
@@ -327,6 +355,9 @@ func (r *Rule) Bound() string {
 		return fmt.Sprintf("%s polls of a device's NAPIs in every phase %s%s", r.reaches, r.state, graceWords(r.Grace))
 	case r.kthreads:
 		return fmt.Sprintf("no napi/ kthread %s, on %s%s", r.state, r.releases, graceWords(r.Grace))
+	case r.rps:
+		return fmt.Sprintf("no RPS IPI (nor, where every backlog feeder is masked, backlog packet) on a CPU outside the masks %s%s",
+			r.state, graceWords(r.Grace))
 	}
 	return fmt.Sprintf("no %s poll of a NAPI %s%s", strings.Join(r.forbidden, ", "), r.state, graceWords(r.Grace))
 }
@@ -346,6 +377,8 @@ func (w Window) describe() string {
 		return w.describeReach()
 	case w.Threads != nil:
 		return w.describeThreads()
+	case w.Mask != 0:
+		return w.describeRPS()
 	}
 	var parts []string
 	for _, ctx := range slices.Sorted(maps.Keys(w.Polls)) {
@@ -383,6 +416,9 @@ func Reads(samples []results.SampleLine) []Snapshot {
 		}
 		from := c.At(s.Host, s.Sample.T)
 		snap := Snapshot{From: from, To: from + s.Sample.Took, Lines: lines}
+		if t, ok := s.Sample.Values[metrics.SourceSoftnet]; ok {
+			snap.IPIs = receivedRPS(t)
+		}
 		if t, ok := s.Sample.Values[metrics.SourceNAPIThreads]; ok {
 			snap.Threads = []string{}
 			for _, l := range strings.Split(t, "\n") {

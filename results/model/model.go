@@ -87,7 +87,7 @@ func stateIn(knobs []results.Knob, n NAPI, from, to float64) (st State, ok bool)
 	linkKnown, settled := true, true
 	for i := range knobs {
 		k := &knobs[i]
-		if k.Dev != n.Dev || k.Start >= to {
+		if k.Dev != n.Dev || k.Start >= to || !napiKnob(k.Kind) {
 			continue
 		}
 		if k.Done > from {
@@ -123,6 +123,16 @@ func stateIn(knobs []results.Knob, n NAPI, from, to float64) (st State, ok bool)
 	return st, linkKnown && settled
 }
 
+// napiKnob says a knob kind sets a NAPI's state (not RPS, RFS or a
+// backlog feeder).
+func napiKnob(kind string) bool {
+	switch kind {
+	case results.KnobThreaded, results.KnobLink, results.KnobNAPIs, results.KnobBusyPoller:
+		return true
+	}
+	return false
+}
+
 // describe says which change set a state: "'toggle threaded' (line 40)
 // set threaded=1 at 2.69s".
 func (s State) describe() string {
@@ -138,6 +148,16 @@ func (s State) describe() string {
 		what = "GRO/XDP " + k.Value
 	case results.KnobBusyPoller:
 		what = "a busy-polling receiver " + k.Value
+	case results.KnobRPS, results.KnobRFS:
+		file := map[string]string{results.KnobRPS: "rps_cpus", results.KnobRFS: "rps_flow_cnt"}[k.Kind]
+		what = fmt.Sprintf("%s of %s", file, k.Dev)
+		if k.Queue != nil {
+			what += fmt.Sprintf(" rx-%d", *k.Queue)
+		}
+		if k.Dev == "" {
+			what = "rps_sock_flow_entries"
+		}
+		what += " to " + k.Value
 	}
 	return fmt.Sprintf("step %q (line %d) set %s at %.2fs", k.Step, k.Line, what, k.Done)
 }
@@ -157,7 +177,7 @@ type Segment struct {
 func Segments(knobs []results.Knob, n NAPI, end float64) []Segment {
 	cuts := []float64{0}
 	for _, k := range knobs {
-		if k.Dev == n.Dev && k.Start < end {
+		if k.Dev == n.Dev && k.Start < end && napiKnob(k.Kind) {
 			cuts = append(cuts, k.Start, min(k.Done, end))
 		}
 	}
