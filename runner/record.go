@@ -74,8 +74,8 @@ func (r *record) Delta(name string) (delta, seconds float64, err error) {
 }
 
 // Near is a metric's change between the snapshots nearest the window's
-// edges (not taken across an edge), and the seconds between them. The timeline snapshots at the edges
-// itself (edges.go); a window whose nearest snapshots are further off than a
+// edges (not taken across an edge), and the seconds between them. The
+// timeline snapshots at the edges itself (edges.go); a window whose nearest snapshots are further off than a
 // quarter of its length (at least 20 ms) is not measured. A snapshot is
 // placed where the guest read it (its uptime on the host's clock, see
 // readAt), not where its reply arrived: a slow (debug, flooded) guest's

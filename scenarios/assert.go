@@ -182,17 +182,16 @@ func (s *Scenario) Evaluate(rec Record, a *Assert) results.Assert {
 }
 
 func (a *Assert) evaluate(s *Scenario, rec Record) results.Assert {
-	x, kind := a.kind()
+	x, _ := a.kind()
 	if x == nil {
 		return results.Assert{Name: a.named("unknown"), Line: a.Pos.Line, Measured: "not evaluated", Bound: "a known assertion"}
 	}
 	w, ok := x.(spanned)
-	r := results.Assert{Name: a.named(x.name()), Kind: kind, Line: a.Pos.Line}
 	switch {
 	case a.During != nil && ok:
-		return a.evalDuring(rec, w, r)
+		return a.evalDuring(rec, w, a.result(x))
 	case a.Each != "" && ok:
-		return a.evalEach(rec, w, r)
+		return a.evalEach(rec, w, a.result(x))
 	}
 	return x.eval(s, rec, a)
 }
@@ -357,7 +356,7 @@ func within(v float64, min, max *float64) bool {
 	return (min == nil || v >= *min) && (max == nil || v <= *max)
 }
 
-// result starts a's result of kind.
+// result starts the result of a, whose assertion is x.
 func (a *Assert) result(x assertion) results.Assert {
 	_, kind := a.kind()
 	return results.Assert{Name: a.named(x.name()), Kind: kind, Line: a.Pos.Line}
