@@ -61,8 +61,8 @@ var assertKinds = []struct {
 	{"polls", func(a *Assert) (assertion, bool) { return a.Polls, a.Polls != nil }},
 }
 
-// Asserts lists the assertion kinds, for messages and documentation.
-var Asserts = func() []string {
+// AssertKinds lists the assertion kinds, for messages and documentation.
+var AssertKinds = func() []string {
 	var out []string
 	for _, k := range assertKinds {
 		out = append(out, k.name)

@@ -74,7 +74,7 @@ func cpuList(s string) bool { return cpuListRe.MatchString(s) }
 func (k *checker) assert(a *Assert) {
 	x, _ := a.kind()
 	if x == nil {
-		k.c.add(a.Pos, "an assert needs exactly one of %s", strings.Join(Asserts, ", "))
+		k.c.add(a.Pos, "an assert needs exactly one of %s", strings.Join(AssertKinds, ", "))
 		return
 	}
 	x.check(k, a)
