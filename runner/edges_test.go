@@ -208,7 +208,7 @@ asserts:
 			}
 		}
 	}
-	r := tl.evaluate(s.Asserts[0])
+	r := tl.s.Evaluate(tl.record(), s.Asserts[0])
 	if !r.Passed || r.Measured != "4 of 4 windows in bounds" {
 		t.Errorf("passed %v, measured %q, want 4 of 4 windows in bounds", r.Passed, r.Measured)
 	}
@@ -228,7 +228,7 @@ asserts:
 	if len(edges) != 3 {
 		t.Fatalf("edge snapshots at %v, want at the start, 100ms in and at the end", edges)
 	}
-	from, to, err := tl.windowSpan(s.Asserts[0].During)
+	from, to, err := s.Asserts[0].During.Resolve(tl.record())
 	if err != nil {
 		t.Fatal(err)
 	}

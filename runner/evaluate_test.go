@@ -43,12 +43,12 @@ func TestEvaluateRecordedRun(t *testing.T) {
 		if a.Threads == nil && a.Grows == nil {
 			continue
 		}
-		r := tl.evaluate(a)
+		r := tl.s.Evaluate(tl.record(), a)
 		if !r.Passed {
 			t.Errorf("assert %d %s: measured %s, want %s", i, r.Name, r.Measured, r.Bound)
 		}
 	}
-	if r := tl.evaluate(tl.s.Asserts[2]); r.Measured != "min 4 threads over 127 snapshots" {
+	if r := tl.s.Evaluate(tl.record(), tl.s.Asserts[2]); r.Measured != "min 4 threads over 127 snapshots" {
 		t.Errorf("eth0 threads: %s (virtio-net has an RX and a TX NAPI per queue pair)", r.Measured)
 	}
 }
@@ -56,7 +56,7 @@ func TestEvaluateRecordedRun(t *testing.T) {
 func TestEvaluateThreadsMissing(t *testing.T) {
 	tl := recorded(t)
 	dropVrxThreads(tl, 0)
-	r := tl.evaluate(tl.s.Asserts[1])
+	r := tl.s.Evaluate(tl.record(), tl.s.Asserts[1])
 	if r.Passed || !strings.HasPrefix(r.Measured, "1 of ") {
 		t.Errorf("measured %q passed=%v, want one failing snapshot", r.Measured, r.Passed)
 	}
@@ -65,12 +65,12 @@ func TestEvaluateThreadsMissing(t *testing.T) {
 func TestEvaluateGrowsBound(t *testing.T) {
 	tl := recorded(t)
 	a := &scenarios.Assert{Grows: &scenarios.Grows{Metric: "softirqs.NET_RX", Min: 1e9}}
-	if r := tl.evaluate(a); r.Passed || !strings.HasPrefix(r.Measured, "+") {
+	if r := tl.s.Evaluate(tl.record(), a); r.Passed || !strings.HasPrefix(r.Measured, "+") {
 		t.Errorf("grows by 1e9: passed=%v measured %s", r.Passed, r.Measured)
 	}
 	a.Grows.Metric = "softirqs.NET_TX"
 	a.Grows.Min = 1
-	if r := tl.evaluate(a); r.Passed {
+	if r := tl.s.Evaluate(tl.record(), a); r.Passed {
 		t.Errorf("NET_TX did not run in the guest, yet grows passed: %s", r.Measured)
 	}
 }
@@ -78,7 +78,7 @@ func TestEvaluateGrowsBound(t *testing.T) {
 func TestEvaluateThreadsSkipsSlowSnapshots(t *testing.T) {
 	tl := recorded(t)
 	dropVrxThreads(tl, 0.3) // preempted for longer than the 100 ms flip period
-	r := tl.evaluate(tl.s.Asserts[1])
+	r := tl.s.Evaluate(tl.record(), tl.s.Asserts[1])
 	if !r.Passed || !strings.Contains(r.Measured, "1 slow snapshots skipped") {
 		t.Errorf("measured %q passed=%v, want the slow snapshot skipped", r.Measured, r.Passed)
 	}
@@ -116,7 +116,7 @@ func TestEvaluateMissingSnapshotUnmeasured(t *testing.T) {
 		{Grows: &scenarios.Grows{Metric: "softirqs.NET_RX", Min: 1}},
 		{Ratio: &scenarios.Ratio{Num: "softirqs.NET_RX", Den: "softirqs.NET_TX"}},
 	} {
-		if r := tl.evaluate(a); r.Passed || !r.Unmeasured || !strings.Contains(r.Measured, "1 snapshots") {
+		if r := tl.s.Evaluate(tl.record(), a); r.Passed || !r.Unmeasured || !strings.Contains(r.Measured, "1 snapshots") {
 			t.Errorf("%s: passed=%v unmeasured=%v measured %q, want unmeasured", r.Name, r.Passed, r.Unmeasured, r.Measured)
 		}
 	}
@@ -162,7 +162,7 @@ func TestEvaluateThreadsSkipsSnapshotsDuringTwoWrites(t *testing.T) {
 			// Writes well before and after the snapshot never count.
 			tl.iters[flip] = append(tl.iters[flip], iteration{start: at.Sent - 1, done: at.Sent - 0.9},
 				iteration{start: at.Host + 0.5, done: at.Host + 0.6})
-			r := tl.evaluate(tl.s.Asserts[1])
+			r := tl.s.Evaluate(tl.record(), tl.s.Asserts[1])
 			if r.Passed != tc.pass {
 				t.Errorf("passed=%v measured %q, want passed=%v", r.Passed, r.Measured, tc.pass)
 			}

@@ -35,8 +35,9 @@ func (t *timeline) figures(cpus int) map[string]float64 {
 	for _, m := range t.s.Metrics() {
 		names = append(names, m.Name)
 	}
+	rec := t.record()
 	for _, n := range names {
-		d, secs, err := t.metricDelta(n)
+		d, secs, err := rec.Delta(n)
 		if err != nil {
 			continue
 		}
@@ -52,7 +53,7 @@ func (t *timeline) figures(cpus int) map[string]float64 {
 			}
 		}
 	}
-	t.pollFigures(out)
+	rec.pollFigures(out)
 	for _, l := range t.loadResults() {
 		if secs := float64(len(l.PerSecond)); secs > 0 {
 			out[l.Name+".rx_pps"] = float64(l.Received) / secs
@@ -80,10 +81,10 @@ func (t *timeline) figures(cpus int) map[string]float64 {
 // device's figures), so the count grows with the NAPIs, not with CPUs or
 // tasks. results.PollsRecorded is always kept, even at 0: it says the run
 // recorded who polled, and a missing pair then reads 0 (Result.FigureValue).
-func (t *timeline) pollFigures(out map[string]float64) {
+func (r *record) pollFigures(out map[string]float64) {
 	var text string
 	found := false
-	for _, s := range t.samples {
+	for _, s := range r.samples {
 		if v, ok := s.Data.Values[wire.SourceNAPIPolls]; ok && s.Group == metricsGroup {
 			text, found = v, true
 		}
@@ -111,12 +112,12 @@ func (t *timeline) pollFigures(out map[string]float64) {
 	for _, target := range targets {
 		for _, ctx := range metrics.PollContexts {
 			name := "napi.polls." + target + "." + ctx
-			polls, _, err := t.metricDelta(name)
+			polls, _, err := r.Delta(name)
 			if err != nil || polls <= 0 && name != results.PollsRecorded {
 				continue
 			}
 			out[name] = polls
-			if pkts, _, err := t.metricDelta("napi.packets." + target + "." + ctx); err == nil {
+			if pkts, _, err := r.Delta("napi.packets." + target + "." + ctx); err == nil {
 				out["napi.packets."+target+"."+ctx] = pkts
 			}
 		}

@@ -226,7 +226,7 @@ func TestInProcessTimeline(t *testing.T) {
 			if l := tl.loadResults(); len(l) != 1 || l[0].Sent == 0 || l[0].Received == 0 {
 				t.Errorf("loads %+v, want the flood sent and received", l)
 			}
-			a := tl.evaluate(tl.s.Asserts[1])
+			a := tl.s.Evaluate(tl.record(), tl.s.Asserts[1])
 			if !a.Passed {
 				t.Errorf("%s: %s, want passed", a.Name, a.Measured)
 			}

@@ -70,12 +70,12 @@ func TestNAPIMetricAsserts(t *testing.T) {
 			Data: wire.Sample{T: float64(i), Values: map[string]string{"napi": text}}})
 	}
 	for i, want := range []string{"+2", "+311"} {
-		if r := tl.evaluate(s.Asserts[i]); !r.Passed || r.Measured != want {
+		if r := tl.s.Evaluate(tl.record(), s.Asserts[i]); !r.Passed || r.Measured != want {
 			t.Errorf("assert %d %s: passed %v measured %q, want a pass at %s", i, r.Name, r.Passed, r.Measured, want)
 		}
 	}
 	tl.samples[1].Data.Values["napi"] = before
-	if r := tl.evaluate(s.Asserts[0]); r.Passed {
+	if r := tl.s.Evaluate(tl.record(), s.Asserts[0]); r.Passed {
 		t.Errorf("threaded 0 -> 0 passed delta 2..2: %s", r.Measured)
 	}
 }

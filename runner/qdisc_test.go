@@ -92,16 +92,16 @@ func TestQdiscMetricAsserts(t *testing.T) {
 		passed   bool
 		measured string
 	}{{true, "+7"}, {true, "+0"}, {true, "+0"}} {
-		r := tl.evaluate(s.Asserts[i])
+		r := tl.s.Evaluate(tl.record(), s.Asserts[i])
 		if r.Passed != want.passed || r.Measured != want.measured {
 			t.Errorf("assert %d %s: passed %v measured %q, want %v %q", i, r.Name, r.Passed, r.Measured, want.passed, want.measured)
 		}
 	}
 	tl.samples[1].Data.Values["qdisc:a"] = qdiscText(3, 4)
-	if r := tl.evaluate(s.Asserts[0]); r.Passed {
+	if r := tl.s.Evaluate(tl.record(), s.Asserts[0]); r.Passed {
 		t.Errorf("requeues +1 passed grows min 5: %s", r.Measured)
 	}
-	if r := tl.evaluate(s.Asserts[1]); r.Passed {
+	if r := tl.s.Evaluate(tl.record(), s.Asserts[1]); r.Passed {
 		t.Errorf("drops +4 passed delta max 0: %s", r.Measured)
 	}
 }

@@ -107,10 +107,10 @@ func TestEvaluateMarksTimingOnly(t *testing.T) {
 		a    scenarios.Assert
 		want bool
 	}{
-		{scenarios.Assert{Rate: &scenarios.Bound{Metric: "softirqs.NET_RX", Min: &min}}, true},
-		{scenarios.Assert{Delta: &scenarios.Bound{Metric: "softirqs.NET_RX", Min: &min}}, false},
+		{scenarios.Assert{Rate: &scenarios.Rate{Metric: "softirqs.NET_RX", Min: &min}}, true},
+		{scenarios.Assert{Delta: &scenarios.Delta{Metric: "softirqs.NET_RX", Min: &min}}, false},
 	} {
-		if got := tl.evaluate(&tc.a); got.TimingOnly != tc.want {
+		if got := tl.s.Evaluate(tl.record(), &tc.a); got.TimingOnly != tc.want {
 			t.Errorf("%s: timing-only %v, want %v", got.Kind, got.TimingOnly, tc.want)
 		}
 	}

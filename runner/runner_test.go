@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"napilab/images/wire"
+	"napilab/scenarios"
 	"net"
 	"os"
 	"runtime"
@@ -27,7 +28,7 @@ func TestWindowMin(t *testing.T) {
 		{"too short", []uint64{0, 1}, 5, 0, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			min, at, n := windowMin(tc.b, tc.width)
+			min, at, n := scenarios.WindowMin(tc.b, tc.width)
 			if min != tc.min || at != tc.at || n != tc.nWindows {
 				t.Errorf("windowMin = %d at %d over %d windows, want %d at %d over %d", min, at, n, tc.min, tc.at, tc.nWindows)
 			}

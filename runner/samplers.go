@@ -14,6 +14,7 @@ import (
 	"napilab/images/wire"
 	"napilab/results"
 	"napilab/results/metrics"
+	"napilab/scenarios"
 )
 
 // metricsGroup names the snapshots taken before and after the timeline:
@@ -75,7 +76,7 @@ func (t *timeline) samplerGroups() []samplerGroup {
 	}
 	for i, a := range t.s.Asserts {
 		if a.Threads != nil {
-			f := fileSource(a.Threads.Netns, a.Threads.Path)
+			f := scenarios.FileSource(a.Threads.Netns, a.Threads.Path)
 			// The file is read before and after the thread list; a snapshot
 			// counts only when both reads agree.
 			gs = append(gs, samplerGroup{name: fmt.Sprintf("assert%d", i),
@@ -83,13 +84,6 @@ func (t *timeline) samplerGroups() []samplerGroup {
 		}
 	}
 	return gs
-}
-
-func fileSource(netns, path string) string {
-	if netns != "" {
-		return wire.PrefixNsFile + netns + ":" + path
-	}
-	return wire.PrefixFile + path
 }
 
 func (t *timeline) sampleLoop(ctx context.Context, g samplerGroup) {

@@ -69,9 +69,10 @@ func (r *run) finish(err error) {
 		res.Knobs = r.tl.knobs()
 	}
 	if r.tl != nil && err == nil {
+		rec := r.tl.record()
 		for _, a := range r.s.Asserts {
 			if a.NoSplat == nil {
-				res.Asserts = append(res.Asserts, r.tl.evaluate(a))
+				res.Asserts = append(res.Asserts, r.tl.s.Evaluate(rec, a))
 			}
 		}
 		res.Asserts = append(res.Asserts, r.tl.invariants(res.Kernel.Release, res.Knobs)...)

@@ -92,7 +92,7 @@ func TestMetricIn(t *testing.T) {
 			tl := windowTimeline(windowScenario(t, ""), tc.snaps...)
 			// A snapshot without the source sits on the window's start.
 			tl.samples = append(tl.samples, other)
-			d, secs, err := tl.metricIn(kthread, tc.from, tc.to)
+			d, secs, err := tl.record().Near(kthread, tc.from, tc.to)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("metricIn = %v, %v, %v; want error %q", d, secs, err, tc.err)
@@ -121,7 +121,7 @@ func TestMetricInAcrossEdge(t *testing.T) {
 		d.T, d.Took = s.guest-s.took/2, s.took // placed at guest - 10 s
 		tl.samples = append(tl.samples, sampleRec{Group: edgesGroup, Sent: s.guest - 10 - 0.1, Host: s.guest - 10 + 0.01, Data: d})
 	}
-	d, _, err := tl.metricIn(kthread, 1, 2)
+	d, _, err := tl.record().Near(kthread, 1, 2)
 	if err != nil || d != 50 {
 		t.Fatalf("metricIn = %v (%v), want 50: from the snapshot read before 1s, not the one read across it", d, err)
 	}
@@ -144,7 +144,7 @@ func TestMetricInGuestClock(t *testing.T) {
 		d.T, d.Took = s.guest, s.took
 		tl.samples = append(tl.samples, sampleRec{Group: edgesGroup, Host: s.host, Data: d})
 	}
-	d, secs, err := tl.metricIn(kthread, 1, 2)
+	d, secs, err := tl.record().Near(kthread, 1, 2)
 	if err != nil || d != 40 || !near(secs, 1.0) {
 		t.Fatalf("metricIn = %v over %vs (%v), want 40 over 1s of the guest's clock", d, secs, err)
 	}
@@ -152,7 +152,7 @@ func TestMetricInGuestClock(t *testing.T) {
 	for i := range tl.samples {
 		tl.samples[i].Data.T = 0
 	}
-	if _, _, err := tl.metricIn(kthread, 1, 2); err == nil || !strings.Contains(err.Error(), "nearest snapshots") {
+	if _, _, err := tl.record().Near(kthread, 1, 2); err == nil || !strings.Contains(err.Error(), "nearest snapshots") {
 		t.Errorf("metricIn on arrival times = %v, want nearest snapshots too far", err)
 	}
 }
@@ -161,11 +161,11 @@ func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 
 func TestMetricAt(t *testing.T) {
 	tl := windowTimeline(windowScenario(t, ""), at{1.0001, 1, 0}, at{1.0, 5, 0}, at{1.04, 9, 0}, at{1.0399, 100, 0})
-	d, secs, err := tl.metricAt("napi.polls.vrx.rx-0.kthread", 1.0, 1.04)
+	d, secs, err := tl.record().At("napi.polls.vrx.rx-0.kthread", 1.0, 1.04)
 	if err != nil || d != 4 || !near(secs, 0.04) {
 		t.Errorf("metricAt = %v over %vs (%v), want 4 over 0.04s from the snapshots at exactly 1.0 and 1.04", d, secs, err)
 	}
-	if _, _, err := tl.metricAt("napi.polls.vrx.rx-0.kthread", 1.0, 1.05); err == nil {
+	if _, _, err := tl.record().At("napi.polls.vrx.rx-0.kthread", 1.0, 1.05); err == nil {
 		t.Error("metricAt measured without a snapshot at 1.05s")
 	}
 }
@@ -214,7 +214,7 @@ func TestEvalDuring(t *testing.T) {
 			if tc.drop != "" {
 				tl.spans = slices.DeleteFunc(tl.spans, func(sp span) bool { return sp.name == tc.drop })
 			}
-			r := tl.evaluate(s.Asserts[0])
+			r := tl.s.Evaluate(tl.record(), s.Asserts[0])
 			if r.Passed != tc.passed || r.Unmeasured != tc.unmeasured || r.Measured != tc.measured || !reflect.DeepEqual(r.Spans, tc.spans) {
 				t.Errorf("passed %v unmeasured %v measured %q spans %v, want %v %v %q %v",
 					r.Passed, r.Unmeasured, r.Measured, r.Spans, tc.passed, tc.unmeasured, tc.measured, tc.spans)
@@ -277,7 +277,7 @@ func TestEvalEach(t *testing.T) {
 				tl.iters[st] = append(tl.iters[st], it)
 			}
 			tl.end = tl.start.Add(3 * time.Second)
-			r := tl.evaluate(s.Asserts[0])
+			r := tl.s.Evaluate(tl.record(), s.Asserts[0])
 			if r.Passed != tc.passed || r.Unmeasured != tc.unmeasur || r.Measured != tc.measured || r.Detail != tc.detail {
 				t.Errorf("passed %v unmeasured %v measured %q detail %q,\nwant %v %v %q %q", r.Passed, r.Unmeasured, r.Measured, r.Detail,
 					tc.passed, tc.unmeasur, tc.measured, tc.detail)

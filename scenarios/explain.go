@@ -3,7 +3,6 @@ package scenarios
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"time"
 )
@@ -237,50 +236,15 @@ func bounds(min, max *float64) string {
 }
 
 func explainAssert(a *Assert) string {
+	x, _ := a.kind()
+	if x == nil {
+		return "?"
+	}
 	label := ""
 	if a.Name != "" {
 		label = a.Name + ": "
 	}
-	switch {
-	case a.NoSplat != nil:
-		if len(a.NoSplat.Allow) == 0 {
-			return label + "no splat at all"
-		}
-		var allow []string
-		for _, al := range a.NoSplat.Allow {
-			allow = append(allow, fmt.Sprintf("%q (%s)", al.Title, al.Reason))
-		}
-		sort.Strings(allow)
-		return label + "no splat except " + strings.Join(allow, ", ")
-	case a.Threads != nil:
-		t := a.Threads
-		return fmt.Sprintf("%s>= %d %s* threads whenever %s = %q (sampled every %v)", label, t.Min, t.Prefix, t.Path, t.Equals, t.Every.D())
-	case a.NoStall != nil:
-		return fmt.Sprintf("%s%s's sink gets >= %d packets in every %v window", label, a.NoStall.Load, a.NoStall.Min, a.NoStall.Window.D())
-	case a.Grows != nil:
-		return fmt.Sprintf("%s%s grows by >= %g %s%s", label, a.Grows.Metric, max(a.Grows.Min, 1), span(a), each(a))
-	case a.Delta != nil:
-		return fmt.Sprintf("%schange of %s %s: %s%s", label, a.Delta.Metric, span(a), bounds(a.Delta.Min, a.Delta.Max), each(a))
-	case a.Rate != nil:
-		return fmt.Sprintf("%s%s per second %s: %s%s", label, a.Rate.Metric, span(a), bounds(a.Rate.Min, a.Rate.Max), each(a))
-	case a.Polls != nil:
-		return label + explainPolls(a)
-	case a.Latency != nil:
-		var parts []string
-		for _, b := range []struct {
-			n string
-			d Duration
-		}{{"p50", a.Latency.P50}, {"p90", a.Latency.P90}, {"p99", a.Latency.P99}, {"p99.9", a.Latency.P999}} {
-			if b.d > 0 {
-				parts = append(parts, fmt.Sprintf("%s <= %v", b.n, b.d.D()))
-			}
-		}
-		return fmt.Sprintf("%s%s request/response latency %s", label, a.Latency.Load, strings.Join(parts, ", "))
-	case a.Ratio != nil:
-		return fmt.Sprintf("%schange of %s / change of %s %s: %s%s", label, a.Ratio.Num, a.Ratio.Den, span(a),
-			bounds(a.Ratio.Min, a.Ratio.Max), each(a))
-	}
-	return "?"
+	return label + x.explain(a)
 }
 
 // span says over which part of the timeline a metric assertion is measured.
@@ -292,38 +256,6 @@ func each(a *Assert) string {
 		return " every time"
 	}
 	return ""
-}
-
-// explainPolls says whose polls (or polled packets) a polls assertion
-// counts, in which context, over which span, and the bounds.
-func explainPolls(a *Assert) string {
-	p := a.Polls
-	what := "polls of "
-	if p.Packets {
-		what = "packets polled from "
-	}
-	if p.Dev != "" {
-		what += "every NAPI of " + p.Dev
-	} else {
-		what += p.NAPI
-	}
-	if p.CPU != nil {
-		what += fmt.Sprintf(" on cpu %d", *p.CPU)
-	}
-	ctx := func(c string) string {
-		if c == "any" {
-			return "any context"
-		}
-		return c
-	}
-	if p.Context.ByValue == nil {
-		return fmt.Sprintf("%s in %s, %s: %s%s", what, ctx(p.Context.Fixed), span(a), bounds(p.Min, p.Max), each(a))
-	}
-	var by []string
-	for _, v := range sortedKeys(p.Context.ByValue) {
-		by = append(by, fmt.Sprintf("in %s after it set %q", ctx(p.Context.ByValue[v]), v))
-	}
-	return fmt.Sprintf("%s %s: %s%s, %s", what, span(a), bounds(p.Min, p.Max), each(a), strings.Join(by, " and "))
 }
 
 // explainInjects lists the race-widening probes.

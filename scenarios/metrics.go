@@ -18,19 +18,9 @@ func (s *Scenario) Metrics() []metrics.Ref {
 		}
 	}
 	for _, a := range s.Asserts {
-		switch {
-		case a.Grows != nil:
-			add(a.Grows.Metric)
-		case a.Delta != nil:
-			add(a.Delta.Metric)
-		case a.Rate != nil:
-			add(a.Rate.Metric)
-		case a.Ratio != nil:
-			add(a.Ratio.Num)
-			add(a.Ratio.Den)
-		case a.Polls != nil:
-			for _, ctx := range a.Polls.Context.Contexts() {
-				add(a.Polls.Metric(ctx))
+		if x, _ := a.kind(); x != nil {
+			for _, m := range x.metrics() {
+				add(m)
 			}
 		}
 	}

@@ -229,16 +229,16 @@ type Step struct {
 	Pos      Pos      `yaml:"-"`
 }
 
-// Assert is one outcome check; exactly one kind is set.
+// Assert is one outcome check; exactly one kind is set (assertKinds).
 type Assert struct {
 	Name    string   `yaml:"name"`
 	NoSplat *NoSplat `yaml:"no-splat"`
 	Threads *Threads `yaml:"threads-while"`
 	NoStall *NoStall `yaml:"no-stall"`
 	Grows   *Grows   `yaml:"grows"`
-	Delta   *Bound   `yaml:"delta"`
+	Delta   *Delta   `yaml:"delta"`
 	Latency *Latency `yaml:"latency"`
-	Rate    *Bound   `yaml:"rate"`
+	Rate    *Rate    `yaml:"rate"`
 	Ratio   *Ratio   `yaml:"ratio"`
 	Polls   *Polls   `yaml:"polls"`
 	// During evaluates a metric assertion (grows, delta, rate, ratio,
@@ -249,66 +249,6 @@ type Assert struct {
 	Each   string   `yaml:"each"`
 	Within Duration `yaml:"within"`
 	Pos    Pos      `yaml:"-"`
-}
-
-// NoSplat fails on any kernel splat not in Allow.
-type NoSplat struct {
-	Allow []Allow `yaml:"allow"`
-}
-
-// Allow lets splats whose title matches a regexp pass, with a reason.
-type Allow struct {
-	Title  string `yaml:"title"`
-	Reason string `yaml:"reason"`
-}
-
-// Threads checks that tasks with Prefix exist (at least Min) in every
-// snapshot where the file Path holds Equals.
-type Threads struct {
-	Prefix string   `yaml:"prefix"`
-	Path   string   `yaml:"path"`
-	Netns  string   `yaml:"netns"`
-	Equals string   `yaml:"equals"`
-	Min    int      `yaml:"min"`   // default 1
-	Every  Duration `yaml:"every"` // snapshot period, default 50ms
-}
-
-// NoStall checks that a load's sink got packets in every window.
-type NoStall struct {
-	Load   string   `yaml:"load"`
-	Window Duration `yaml:"window"` // default 1s
-	Min    uint64   `yaml:"min"`    // packets per window, default 1
-}
-
-// Grows checks that a metric grew by at least Min over the timeline.
-type Grows struct {
-	Metric string  `yaml:"metric"` // e.g. softirqs.NET_RX, softirqs.NET_RX.cpu1
-	Min    float64 `yaml:"min"`
-}
-
-// Bound checks a metric's change over the timeline (delta) or its change per
-// second (rate) against Min and/or Max.
-type Bound struct {
-	Metric string   `yaml:"metric"`
-	Min    *float64 `yaml:"min"`
-	Max    *float64 `yaml:"max"`
-}
-
-// Ratio checks delta(Num)/delta(Den) against Min and/or Max.
-type Ratio struct {
-	Num string   `yaml:"num"`
-	Den string   `yaml:"den"`
-	Min *float64 `yaml:"min"`
-	Max *float64 `yaml:"max"`
-}
-
-// Latency bounds an rr load's request/response latency percentiles.
-type Latency struct {
-	Load string   `yaml:"load"`
-	P50  Duration `yaml:"p50"`
-	P90  Duration `yaml:"p90"`
-	P99  Duration `yaml:"p99"`
-	P999 Duration `yaml:"p999"`
 }
 
 // Kselftests lists the upstream selftests the scenario's steps run, in order.

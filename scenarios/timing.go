@@ -25,39 +25,17 @@ package scenarios
 //
 // A hang, a splat, a failed step or kselftest are never timing-only.
 func (a *Assert) TimingOnly() bool {
+	x, _ := a.kind()
 	switch {
-	case a.Rate != nil, a.Latency != nil, a.NoStall != nil:
+	case x == nil:
+		return false
+	case x.timingOnly():
 		return true
 	case a.During != nil || a.Each != "":
-		return a.windowMin() && !a.windowMax()
-	}
-	return false
-}
-
-// windowMin and windowMax say whether a metric assertion has a lower or an
-// upper bound.
-func (a *Assert) windowMin() bool {
-	switch {
-	case a.Grows != nil:
-		return true
-	case a.Delta != nil:
-		return a.Delta.Min != nil
-	case a.Ratio != nil:
-		return a.Ratio.Min != nil
-	case a.Polls != nil:
-		return a.Polls.Min != nil
-	}
-	return false
-}
-
-func (a *Assert) windowMax() bool {
-	switch {
-	case a.Delta != nil:
-		return a.Delta.Max != nil
-	case a.Ratio != nil:
-		return a.Ratio.Max != nil
-	case a.Polls != nil:
-		return a.Polls.Max != nil
+		if w, ok := x.(spanned); ok {
+			min, max := w.bounds()
+			return min != nil && max == nil
+		}
 	}
 	return false
 }

@@ -63,17 +63,10 @@ func (s *Scenario) setDefaults() {
 		}
 	})
 	for _, a := range s.Asserts {
-		if t := a.Threads; t != nil {
-			t.Min = max(t.Min, 1)
-			if t.Every == 0 {
-				t.Every = Duration(50 * time.Millisecond)
+		if x, _ := a.kind(); x != nil {
+			if d, ok := x.(defaulter); ok {
+				d.setDefaults()
 			}
-		}
-		if ns := a.NoStall; ns != nil {
-			if ns.Window == 0 {
-				ns.Window = Duration(time.Second)
-			}
-			ns.Min = max(ns.Min, 1)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -73,81 +72,33 @@ var cpuListRe = regexp.MustCompile(`^\d+(-\d+)?(,\d+(-\d+)?)*$`)
 func cpuList(s string) bool { return cpuListRe.MatchString(s) }
 
 func (k *checker) assert(a *Assert) {
-	c, p := k.c, a.Pos
-	n := 0
-	for _, set := range []bool{a.NoSplat != nil, a.Threads != nil, a.NoStall != nil, a.Grows != nil,
-		a.Delta != nil, a.Rate != nil, a.Ratio != nil, a.Latency != nil, a.Polls != nil} {
-		if set {
-			n++
-		}
-	}
-	if n != 1 {
-		c.add(p, "an assert needs exactly one of no-splat, threads-while, no-stall, grows, delta, rate, ratio, latency, polls")
+	x, _ := a.kind()
+	if x == nil {
+		k.c.add(a.Pos, "an assert needs exactly one of %s", strings.Join(AssertKinds, ", "))
 		return
 	}
-	metric := func(name string) {
-		m, err := metrics.Parse(name)
-		if err != nil {
-			c.add(p, "%v", err)
-		} else if ns, ok := metrics.SourceNetns(m.Source); ok {
-			k.checkNetns(p, ns)
-		}
-	}
-	bounds := func(min, max *float64) {
-		if min == nil && max == nil {
-			c.add(p, "needs min: and/or max:")
-		}
-		if min != nil && max != nil && *min > *max {
-			c.add(p, "min %g is above max %g", *min, *max)
-		}
-	}
-	switch {
-	case a.NoSplat != nil:
-		for _, al := range a.NoSplat.Allow {
-			if _, err := regexp.Compile(al.Title); err != nil || al.Title == "" {
-				c.add(p, "allow title %q: want a regexp", al.Title)
-			}
-			if al.Reason == "" {
-				c.add(p, "allow %q needs a reason", al.Title)
-			}
-		}
-	case a.Threads != nil:
-		k.checkNetns(p, a.Threads.Netns)
-		if a.Threads.Prefix == "" || a.Threads.Path == "" {
-			c.add(p, "threads-while needs prefix: and path:")
-		}
-	case a.NoStall != nil:
-		if _, ok := k.s.Loads[a.NoStall.Load]; !ok {
-			c.add(p, "no load %q under loads:", a.NoStall.Load)
-		}
-		if a.NoStall.Window.D() < 100*time.Millisecond {
-			c.add(p, "no-stall window %v: want at least 100ms", a.NoStall.Window.D())
-		}
-	case a.Grows != nil:
-		metric(a.Grows.Metric)
-	case a.Delta != nil:
-		metric(a.Delta.Metric)
-		bounds(a.Delta.Min, a.Delta.Max)
-	case a.Rate != nil:
-		metric(a.Rate.Metric)
-		bounds(a.Rate.Min, a.Rate.Max)
-	case a.Latency != nil:
-		l, ok := k.s.Loads[a.Latency.Load]
-		if !ok || !l.HasLatency() {
-			c.add(p, "latency needs an rr load (or an xsk rr load), %q is not one", a.Latency.Load)
-		}
-		if a.Latency.P50+a.Latency.P90+a.Latency.P99+a.Latency.P999 == 0 {
-			c.add(p, "latency needs at least one of p50, p90, p99, p999")
-		}
-	case a.Ratio != nil:
-		metric(a.Ratio.Num)
-		metric(a.Ratio.Den)
-		bounds(a.Ratio.Min, a.Ratio.Max)
-	case a.Polls != nil:
-		k.polls(a)
-		bounds(a.Polls.Min, a.Polls.Max)
-	}
+	x.check(k, a)
 	k.window(a)
+}
+
+// metric checks a metric's name and the netns it reads.
+func (k *checker) metric(p Pos, name string) {
+	m, err := metrics.Parse(name)
+	if err != nil {
+		k.c.add(p, "%v", err)
+	} else if ns, ok := metrics.SourceNetns(m.Source); ok {
+		k.checkNetns(p, ns)
+	}
+}
+
+// bounds checks an assertion's min: and max:.
+func (k *checker) bounds(p Pos, min, max *float64) {
+	if min == nil && max == nil {
+		k.c.add(p, "needs min: and/or max:")
+	}
+	if min != nil && max != nil && *min > *max {
+		k.c.add(p, "min %g is above max %g", *min, *max)
+	}
 }
 
 // errnoAliases are names that share a number with the one ErrnoName gives.

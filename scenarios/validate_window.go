@@ -1,54 +1,8 @@
 package scenarios
 
 import (
-	"slices"
-	"strconv"
-	"strings"
 	"time"
-
-	"napilab/results/metrics"
 )
-
-// polls checks a polls assertion: one NAPI or one device the topology
-// declares, and contexts the lab observes.
-func (k *checker) polls(a *Assert) {
-	c, p, pl := k.c, a.Pos, a.Polls
-	if (pl.NAPI == "") == (pl.Dev == "") {
-		c.add(p, "polls needs exactly one of napi: (<dev>/<napi>, e.g. eth0/rx-0) and dev:")
-		return
-	}
-	dev, napi := pl.Target()
-	if napi == "" || !metrics.ValidNAPIName(napi) {
-		c.add(p, "polls napi %q: want <dev>/rx-<queue>, <dev>/backlog or <dev>/any", pl.NAPI)
-		return
-	}
-	if !k.declared(dev) {
-		c.add(p, "polls: no device %q in the topology (nics and veth ends)", dev)
-	}
-	if q, ok := strings.CutPrefix(napi, "rx-"); ok {
-		n, err := strconv.Atoi(q)
-		if queues := k.queues(dev); queues > 0 && (err != nil || n >= queues) {
-			c.add(p, "polls napi %q: %s has %d queue(s)", pl.NAPI, dev, queues)
-		}
-	}
-	if pl.Context.ByValue != nil && a.Each == "" {
-		c.add(p, "polls context by value needs each: (the step whose values pick the context)")
-	}
-	ctxs := pl.Context.Contexts()
-	if len(ctxs) == 0 || slices.Contains(ctxs, "") {
-		c.add(p, "polls needs context: one of %s", strings.Join(metrics.PollContexts, ", "))
-		return
-	}
-	for _, ctx := range ctxs {
-		if !slices.Contains(metrics.PollContexts, ctx) {
-			c.add(p, "polls context %q: want one of %s", ctx, strings.Join(metrics.PollContexts, ", "))
-			continue
-		}
-		if _, err := metrics.Parse(pl.Metric(ctx)); err != nil {
-			c.add(p, "%v", err)
-		}
-	}
-}
 
 // declared says whether a NIC or a veth end (in any netns) has that name.
 func (k *checker) declared(dev string) bool {

@@ -2,9 +2,6 @@ package scenarios
 
 import (
 	"fmt"
-	"strings"
-
-	"gopkg.in/yaml.v3"
 
 	"napilab/results/metrics"
 )
@@ -47,81 +44,6 @@ func (a *Assert) Span() string {
 		return a.During.String()
 	}
 	return "over the timeline"
-}
-
-// Polls bounds how often a NAPI (or every NAPI of a device) was polled in
-// one execution context: softirq, ksoftirqd, kthread, busypoll or any.
-type Polls struct {
-	NAPI    string      `yaml:"napi"` // <dev>/<napi>, e.g. eth0/rx-0
-	Dev     string      `yaml:"dev"`  // every NAPI of the device
-	Context PollContext `yaml:"context"`
-	CPU     *int        `yaml:"cpu"`
-	// Packets counts the packets the polls returned instead of the polls.
-	Packets bool     `yaml:"packets"`
-	Min     *float64 `yaml:"min"`
-	Max     *float64 `yaml:"max"`
-}
-
-// Target returns the device and the NAPI ("any" for a whole device).
-func (p *Polls) Target() (dev, napi string) {
-	if p.Dev != "" {
-		return p.Dev, "any"
-	}
-	i := strings.LastIndexByte(p.NAPI, '/')
-	if i < 0 {
-		return p.NAPI, ""
-	}
-	return p.NAPI[:i], p.NAPI[i+1:]
-}
-
-// Metric names the polls metric for a context.
-func (p *Polls) Metric(context string) string {
-	dev, napi := p.Target()
-	what := "polls"
-	if p.Packets {
-		what = "packets"
-	}
-	m := fmt.Sprintf("napi.%s.%s.%s.%s", what, dev, napi, context)
-	if p.CPU != nil {
-		m += fmt.Sprintf(".cpu%d", *p.CPU)
-	}
-	return m
-}
-
-// PollContext is one context, or (with each:) the context expected after
-// each value the repeated step wrote: {"1": kthread, "0": softirq}.
-type PollContext struct {
-	Fixed   string
-	ByValue map[string]string
-}
-
-// UnmarshalYAML takes a scalar or a mapping of values to contexts.
-func (c *PollContext) UnmarshalYAML(n *yaml.Node) error {
-	switch n.Kind {
-	case yaml.ScalarNode:
-		c.Fixed = n.Value
-		return nil
-	case yaml.MappingNode:
-		return n.Decode(&c.ByValue)
-	}
-	return typeError(n, "context: want a context name or a mapping of written values to contexts")
-}
-
-// Contexts lists every context the assertion may name.
-func (c PollContext) Contexts() []string {
-	if c.ByValue == nil {
-		return []string{c.Fixed}
-	}
-	var out []string
-	for _, v := range sortedKeys(c.ByValue) {
-		out = append(out, c.ByValue[v])
-	}
-	return out
-}
-
-// Windowed says whether an assertion kind can take during: or each:.
-func (a *Assert) Windowed() bool {
-	return a.Grows != nil || a.Delta != nil || a.Rate != nil || a.Ratio != nil || a.Polls != nil
 }
 
 // StepNames maps every named step to its position.
