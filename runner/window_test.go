@@ -127,6 +127,32 @@ func TestMetricInAcrossEdge(t *testing.T) {
 	}
 }
 
+// TestMetricInDuringStep: the snapshot taken just before a step that
+// starts a window is its start, even where the guest clock places it a few
+// ms across the step's start; one read while the step ran is neither side
+// (7.3 beside a build: a napi-get delta 0 FAILed threaded-busy-poll).
+func TestMetricInDuringStep(t *testing.T) {
+	const kthread = "napi.polls.vrx.rx-0.kthread"
+	tl := windowTimeline(windowScenario(t, ""))
+	tl.iters[&scenarios.Step{}] = []iteration{{start: 1, done: 1.12}}
+	for _, s := range []struct {
+		sent, host, guest, took float64
+		kthread                 int
+	}{
+		{0.78, 1.0, 10.91, 0.2, 0},   // the edge snapshot: its reply came before the step began
+		{1.02, 1.09, 11.06, 0.04, 7}, // read while the step ran, nearer the edge
+		{1.95, 2.0, 11.95, 0.02, 50},
+	} {
+		d := pollsAt(s.kthread, 0)
+		d.T, d.Took = s.guest-s.took/2, s.took // placed at guest - 10 s: the first straddles 1 s
+		tl.samples = append(tl.samples, sampleRec{Group: edgesGroup, Sent: s.sent, Host: s.host, Data: d})
+	}
+	d, _, err := tl.record().Near(kthread, 1, 2)
+	if err != nil || d != 50 {
+		t.Fatalf("metricIn = %v (%v), want 50: from the snapshot taken before the step, not the one read during it", d, err)
+	}
+}
+
 // TestMetricInGuestClock: a slow guest's replies arrive late; its snapshots
 // are placed where it read them, on its own clock, and the rate's seconds
 // are the guest's (the CI failure: replies 0.2 s late on a debug kernel
