@@ -200,15 +200,7 @@ func (s *Scenario) NetifRx() []results.Knob {
 
 // SetsRPS says a step sets an RPS mask: the run then reads softnet_stat
 // with who polled, for the rps rule.
-func (s *Scenario) SetsRPS() bool {
-	found := false
-	walkSteps(s.Timeline, func(st *Step) {
-		for _, k := range st.Knobs() {
-			found = found || k.Kind == results.KnobRPS
-		}
-	})
-	return found
-}
+func (s *Scenario) SetsRPS() bool { return s.sets(results.KnobRPS) }
 
 // LoadKnobs says which busy-polling receivers a start or stop step starts
 // or stops: one knob per load with busy_poll (kinds udp, tcp, rr: an xsk
@@ -232,11 +224,14 @@ func (s *Scenario) LoadKnobs(st *Step) []results.Knob {
 
 // SetsThreaded says a step sets a device's threaded mode (sysfs or
 // napi-set): the run then reads the napi/ kthreads with who polled.
-func (s *Scenario) SetsThreaded() bool {
+func (s *Scenario) SetsThreaded() bool { return s.sets(results.KnobThreaded) }
+
+// sets says a step sets a knob of that kind.
+func (s *Scenario) sets(kind string) bool {
 	found := false
 	walkSteps(s.Timeline, func(st *Step) {
 		for _, k := range st.Knobs() {
-			found = found || k.Kind == results.KnobThreaded
+			found = found || k.Kind == kind
 		}
 	})
 	return found
