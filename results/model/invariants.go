@@ -214,8 +214,7 @@ func Check(k Kernel, knobs []results.Knob, snaps []Snapshot, rules []*Rule) []Ou
 	for i := 1; i < len(snaps); i++ {
 		a, b := snaps[i-1], snaps[i]
 		from, to := a.From, b.To
-		prev := tally(a.Lines)
-		for n, cur := range tally(b.Lines) {
+		for n, d := range work(a.Lines, b.Lines) {
 			st, ok := stateIn(knobs, n, from, to)
 			for ri, r := range rules {
 				o := &outs[ri]
@@ -228,7 +227,7 @@ func Check(k Kernel, knobs []results.Knob, snaps []Snapshot, rules []*Rule) []Ou
 				}
 				o.Judged++
 				judged[ri][n] = true
-				bad := forbiddenPolls(r, prev[n], cur)
+				bad := forbiddenPolls(r, d)
 				if len(bad) == 0 {
 					continue
 				}
@@ -256,42 +255,17 @@ func Check(k Kernel, knobs []results.Knob, snaps []Snapshot, rules []*Rule) []Ou
 	return out
 }
 
-// polls are one snapshot's cumulative polls per NAPI, context and CPU.
-type polls map[string]map[int]uint64
-
-// tally sums a snapshot's lines over tasks.
-func tally(lines []metrics.PollLine) map[NAPI]polls {
-	out := map[NAPI]polls{}
-	for _, l := range lines {
-		n := NAPI{l.Dev, l.NAPI}
-		if out[n] == nil {
-			out[n] = polls{}
-		}
-		if out[n][l.Context] == nil {
-			out[n][l.Context] = map[int]uint64{}
-		}
-		out[n][l.Context][l.CPU] += l.Polls
-	}
-	return out
-}
-
-// forbiddenPolls returns the polls r forbids between two tallies.
-func forbiddenPolls(r *Rule, prev, cur polls) map[string]map[int]uint64 {
+// forbiddenPolls returns the polls r forbids in d, by context and CPU.
+func forbiddenPolls(r *Rule, d *delta) map[string]map[int]uint64 {
 	var bad map[string]map[int]uint64
 	for _, ctx := range r.forbidden {
-		for cpu, c := range cur[ctx] {
-			p := prev[ctx][cpu]
-			if c <= p {
-				continue // none, or the agent's map lost the entry
-			}
-			if bad == nil {
-				bad = map[string]map[int]uint64{}
-			}
-			if bad[ctx] == nil {
-				bad[ctx] = map[int]uint64{}
-			}
-			bad[ctx][cpu] = c - p
+		if len(d.polls[ctx]) == 0 {
+			continue
 		}
+		if bad == nil {
+			bad = map[string]map[int]uint64{}
+		}
+		bad[ctx] = maps.Clone(d.polls[ctx])
 	}
 	return bad
 }

@@ -51,7 +51,7 @@ func checkReach(r *Rule, knobs []results.Knob, snaps []Snapshot) Outcome {
 					st = s
 				}
 				pk += d.packets
-				seen += d.polls[r.reaches]
+				seen += d.contextPolls(r.reaches)
 			}
 			if !applies || pk == 0 {
 				continue
@@ -103,7 +103,7 @@ func checkReach(r *Rule, knobs []results.Knob, snaps []Snapshot) Outcome {
 			continue
 		}
 		w := Window{NAPI: NAPI{Dev: k.dev}, From: p.from, To: p.to, State: p.state, After: -1,
-			Polls: map[string]map[int]uint64{}, Packets: p.packets, Windows: p.windows, Missing: r.reaches}
+			Packets: p.packets, Windows: p.windows, Missing: r.reaches}
 		if p.start >= 0 {
 			w.After = p.from - p.start
 		}
@@ -115,14 +115,24 @@ func checkReach(r *Rule, knobs []results.Knob, snaps []Snapshot) Outcome {
 
 // delta is what a NAPI did between two snapshots.
 type delta struct {
-	packets uint64
-	polls   map[string]uint64 // by context
+	packets uint64                    // packets polled
+	cpus    map[int]uint64            // packets polled, by CPU
+	polls   map[string]map[int]uint64 // polls by context, then CPU
 }
 
-// byDevice returns each device's NAPIs' work between two snapshots, line
-// by line (NAPI, context, CPU, task): a line that went back or vanished
-// (the agent's map lost it) counts as nothing.
-func byDevice(prev, cur []metrics.PollLine) map[string]map[NAPI]*delta {
+// contextPolls sums a context's polls over CPUs.
+func (d *delta) contextPolls(ctx string) uint64 {
+	var n uint64
+	for _, c := range d.polls[ctx] {
+		n += c
+	}
+	return n
+}
+
+// work returns what each NAPI did between two snapshots, line by line
+// (NAPI, context, CPU, task): a line that went back or vanished (the
+// agent's map lost it) counts as nothing. Every NAPI of cur is listed.
+func work(prev, cur []metrics.PollLine) map[NAPI]*delta {
 	type line struct {
 		dev, napi, ctx string
 		cpu, pid       int
@@ -131,34 +141,47 @@ func byDevice(prev, cur []metrics.PollLine) map[string]map[NAPI]*delta {
 	for _, l := range prev {
 		before[line{l.Dev, l.NAPI, l.Context, l.CPU, l.PID}] = l
 	}
-	out := map[string]map[NAPI]*delta{}
+	out := map[NAPI]*delta{}
 	for _, l := range cur {
 		n := NAPI{l.Dev, l.NAPI}
-		if out[l.Dev] == nil {
-			out[l.Dev] = map[NAPI]*delta{}
-		}
-		d := out[l.Dev][n]
+		d := out[n]
 		if d == nil {
-			d = &delta{polls: map[string]uint64{}}
-			out[l.Dev][n] = d
+			d = &delta{cpus: map[int]uint64{}, polls: map[string]map[int]uint64{}}
+			out[n] = d
 		}
 		p := before[line{l.Dev, l.NAPI, l.Context, l.CPU, l.PID}]
 		if l.Packets > p.Packets {
 			d.packets += l.Packets - p.Packets
+			d.cpus[l.CPU] += l.Packets - p.Packets
 		}
 		if l.Polls > p.Polls {
-			d.polls[l.Context] += l.Polls - p.Polls
+			if d.polls[l.Context] == nil {
+				d.polls[l.Context] = map[int]uint64{}
+			}
+			d.polls[l.Context][l.CPU] += l.Polls - p.Polls
 		}
 	}
 	return out
 }
 
-// lastKnob returns the index and the last of dev's knobs issued before t
-// (-1 and nil: none).
+// byDevice groups work by device.
+func byDevice(prev, cur []metrics.PollLine) map[string]map[NAPI]*delta {
+	out := map[string]map[NAPI]*delta{}
+	for n, d := range work(prev, cur) {
+		if out[n.Dev] == nil {
+			out[n.Dev] = map[NAPI]*delta{}
+		}
+		out[n.Dev][n] = d
+	}
+	return out
+}
+
+// lastKnob returns the index and the last of dev's NAPI knobs issued
+// before t (-1 and nil: none).
 func lastKnob(knobs []results.Knob, dev string, t float64) (int, *results.Knob) {
 	idx := -1
 	for i := range knobs {
-		if knobs[i].Dev == dev && knobs[i].Start < t {
+		if knobs[i].Dev == dev && knobs[i].Start < t && napiKnob(knobs[i].Kind) {
 			idx = i
 		}
 	}

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,7 +108,27 @@ func TestByDeviceLineByLine(t *testing.T) {
 	// One task's line vanished, another's grew: the growth counts.
 	prev := []metrics.PollLine{{Dev: "eth0", NAPI: "rx-0", Context: "busypoll", CPU: 1, PID: 10, Polls: 100}}
 	cur := []metrics.PollLine{{Dev: "eth0", NAPI: "rx-0", Context: "busypoll", CPU: 1, PID: 11, Polls: 3}}
-	if d := byDevice(prev, cur)["eth0"][NAPI{"eth0", "rx-0"}]; d.polls["busypoll"] != 3 {
+	if d := byDevice(prev, cur)["eth0"][NAPI{"eth0", "rx-0"}]; d.contextPolls("busypoll") != 3 || d.polls["busypoll"][1] != 3 {
 		t.Fatalf("%+v", d)
+	}
+}
+
+// RPS settings and backlog feeders on the device are not NAPI changes: they
+// neither split a phase nor start a grace, nor unsettle a window.
+func TestNonNAPIKnobsLeavePhases(t *testing.T) {
+	always := counter(func(float64) bool { return true })
+	knobs := []results.Knob{threaded(0.1, 0.12, "1"), busyPoller(0.15, results.BusyPollerOn)}
+	s := snaps(3, func(x float64) []metrics.PollLine {
+		return []metrics.PollLine{pkts("rx-0", "kthread", 0, always(x)), line("eth0", "rx-0", "busypoll", 1, always(x))}
+	})
+	q := 0
+	more := append(slices.Clone(knobs), results.Knob{Kind: results.KnobNetifRx, Dev: "eth0", Value: "on"},
+		results.Knob{Start: 1.5, Done: 1.51, Dev: "eth0", Queue: &q, Kind: results.KnobRPS, Value: "2"})
+	slices.SortStableFunc(more, func(a, b results.Knob) int { return cmp.Compare(a.Start, b.Start) })
+	for _, name := range []string{"busy-poll-reaches", "threaded-not-softirq"} {
+		a, b := outcome(t, Check(Kernel{}, knobs, s, rules), name), outcome(t, Check(Kernel{}, more, s, rules), name)
+		if a.Phases != b.Phases || a.Judged != b.Judged || a.Unsure != b.Unsure || a.Settling != b.Settling {
+			t.Errorf("%s: %+v without the RPS knobs, %+v with them", name, a, b)
+		}
 	}
 }

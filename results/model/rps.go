@@ -135,10 +135,12 @@ func checkRPS(r *Rule, knobs []results.Knob, snaps []Snapshot) Outcome {
 			}
 		}
 		if st.steered {
-			prev := backlogPackets(a.Lines)
-			for cpu, n := range backlogPackets(b.Lines) {
-				if p := prev[cpu]; n > p {
-					outside(ctxBacklog, cpu, n-p)
+			for n, d := range work(a.Lines, b.Lines) {
+				if n.Name != "backlog" {
+					continue
+				}
+				for cpu, pk := range d.cpus {
+					outside(ctxBacklog, cpu, pk)
 				}
 			}
 		}
@@ -163,17 +165,6 @@ func checkRPS(r *Rule, knobs []results.Knob, snaps []Snapshot) Outcome {
 		}
 	}
 	return o
-}
-
-// backlogPackets sums the packets the per-CPU backlogs polled, by CPU.
-func backlogPackets(lines []metrics.PollLine) map[int]uint64 {
-	out := map[int]uint64{}
-	for _, l := range lines {
-		if l.NAPI == "backlog" {
-			out[l.CPU] += l.Packets
-		}
-	}
-	return out
 }
 
 // maskWords names a mask's CPUs: "rps_cpus 1,3".
