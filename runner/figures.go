@@ -24,7 +24,7 @@ var figureMetrics = []string{
 // timeline and its rate per second, per-CPU forms of the CPU-time metrics,
 // each load's delivered rate and latency, softirqs and IPIs per datagram, and who
 // polled (pollFigures).
-func (t *timeline) figures(cpus int) map[string]float64 {
+func (t *timeline) figures(rec *record, cpus int) map[string]float64 {
 	out := map[string]float64{}
 	names := append([]string{}, scenarios.FigureMetrics...) // the names budgets are checked against
 	for c := 0; c < cpus; c++ {
@@ -35,7 +35,6 @@ func (t *timeline) figures(cpus int) map[string]float64 {
 	for _, m := range t.s.Metrics() {
 		names = append(names, m.Name)
 	}
-	rec := t.record()
 	for _, n := range names {
 		d, secs, err := rec.Delta(n)
 		if err != nil {

@@ -50,7 +50,7 @@ func pollTimeline(t *testing.T, before, after string) *timeline {
 }
 
 func TestPollFigures(t *testing.T) {
-	fig := pollTimeline(t, pollsBefore, pollsAfter).figures(2)
+	fig := figuresOf(pollTimeline(t, pollsBefore, pollsAfter))
 	for name, want := range map[string]float64{
 		"napi.polls.any.any.any":          151,
 		"napi.polls.any.any.softirq":      79, // ksoftirqd counts as softirq
@@ -98,7 +98,7 @@ func TestPollFigures(t *testing.T) {
 }
 
 func TestPollFiguresNoPolls(t *testing.T) {
-	fig := pollTimeline(t, pollsBefore, pollsBefore).figures(2)
+	fig := figuresOf(pollTimeline(t, pollsBefore, pollsBefore))
 	if v, ok := fig[results.PollsRecorded]; !ok || v != 0 {
 		t.Errorf("%s = %v (present %v), want 0: the run recorded who polled", results.PollsRecorded, v, ok)
 	}
@@ -107,7 +107,7 @@ func TestPollFiguresNoPolls(t *testing.T) {
 			t.Errorf("figure %s without polls", name)
 		}
 	}
-	bad := pollTimeline(t, pollsBefore, "eth0 rx-0 softirq\n").figures(2)
+	bad := figuresOf(pollTimeline(t, pollsBefore, "eth0 rx-0 softirq\n"))
 	for name := range bad {
 		if results.PollFigure(name) {
 			t.Errorf("figure %s from an unreadable snapshot", name)
@@ -133,3 +133,5 @@ func TestSamplesFillPollFigures(t *testing.T) {
 		t.Errorf("ksoftirqd samples %v, want %v (b-2 did not record who polled)", got, want)
 	}
 }
+
+func figuresOf(tl *timeline) map[string]float64 { return tl.figures(tl.record(), 2) }

@@ -86,6 +86,7 @@ func (r *record) Near(name string, from, to float64) (delta, secs float64, err e
 		return 0, 0, err
 	}
 	at := readAt(r.samples)
+	fromDone, toDone := r.changeEnd(from), r.changeEnd(to)
 	var a, b *sampleRec
 	var ta, tb float64
 	for i := range r.samples {
@@ -98,10 +99,10 @@ func (r *record) Near(name string, from, to float64) (delta, secs float64, err e
 		// or after a change made there: it measures neither side (7.3: a
 		// napi step's own change, read by the periodic sampler while the
 		// step ran, made a window's delta 0 and the run FAIL).
-		if !r.acrossEdge(s, h, from) && (a == nil || math.Abs(h-from) < math.Abs(ta-from)) {
+		if !acrossEdge(s, h, from, fromDone) && (a == nil || math.Abs(h-from) < math.Abs(ta-from)) {
 			a, ta = s, h
 		}
-		if !r.acrossEdge(s, h, to) && (b == nil || math.Abs(h-to) < math.Abs(tb-to)) {
+		if !acrossEdge(s, h, to, toDone) && (b == nil || math.Abs(h-to) < math.Abs(tb-to)) {
 			b, tb = s, h
 		}
 	}
@@ -211,21 +212,27 @@ func (r *record) Load(name string) (sink, sender *wire.LoadStats) {
 	return nil, nil
 }
 
-// acrossEdge says the snapshot s (placed at h) may have been read while a
-// change at the edge was under way: the step that starts there, from its
-// start until its first repetition returned. The host's own times decide
-// where they can (reply received before the change began, request sent
-// after it returned); otherwise the guest clock's placement, which is a
-// few ms off: alone, it put the snapshot taken just before a step across
-// it under a busy host and left one read during the step to measure the
-// window (7.3 beside a build: threaded-busy-poll's napi-get delta 0).
-func (r *record) acrossEdge(s *sampleRec, h, edge float64) bool {
+// changeEnd is when the change at a window's edge returned: the first
+// repetition of the step that starts there (the edge itself when none does).
+func (r *record) changeEnd(edge float64) float64 {
 	done := edge
 	for _, its := range r.iters {
 		if len(its) > 0 && math.Abs(its[0].start-edge) < 0.005 {
 			done = max(done, its[0].done)
 		}
 	}
+	return done
+}
+
+// acrossEdge says the snapshot s (placed at h, the middle of its reading:
+// readAt) may have been read while the change at edge, which returned at
+// done (changeEnd), was under way. The host's own times decide where they
+// can (reply received before the change began, request sent after it
+// returned); otherwise the guest clock's placement, which is a few ms off:
+// alone, it put the snapshot taken just before a step across it under a
+// busy host and left one read during the step to measure the window (7.3
+// beside a build: threaded-busy-poll's napi-get delta 0).
+func acrossEdge(s *sampleRec, h, edge, done float64) bool {
 	if s.Sent > 0 && (s.Host <= edge || s.Sent >= done) {
 		return false // read wholly before the change began, or after it returned
 	}

@@ -40,7 +40,9 @@ func (r *run) finish(err error) {
 	if res.Verdict == results.Error {
 		return
 	}
+	var rec *record // what the timeline recorded, copied once for the figures and the assertions
 	if r.tl != nil {
+		rec = r.tl.record()
 		res.Steps = r.tl.steps
 		// samples.jsonl is the run's evidence: a run that could not keep
 		// it is ERROR (unless the kernel was implicated anyway).
@@ -57,7 +59,7 @@ func (r *run) finish(err error) {
 			}
 		}
 		res.Loads = r.tl.loadResults()
-		res.Figures = r.tl.figures(r.s.Machine.CPUs)
+		res.Figures = r.tl.figures(rec, r.s.Machine.CPUs)
 		res.Polls = metrics.PollRates(r.tl.pollSnapshots())
 		res.Injections = r.tl.injections()
 		res.Kselftests = r.tl.kselftests
@@ -69,7 +71,6 @@ func (r *run) finish(err error) {
 		res.Knobs = r.tl.knobs()
 	}
 	if r.tl != nil && err == nil {
-		rec := r.tl.record()
 		for _, a := range r.s.Asserts {
 			if a.NoSplat == nil {
 				res.Asserts = append(res.Asserts, r.tl.s.Evaluate(rec, a))

@@ -15,10 +15,6 @@ import (
 // napi_polls group carries every source they need) instead of the two
 // taken around it.
 
-// acrossEdge says a snapshot placed at h (the middle of its reading, see
-// readAt) that took took seconds was read across the host time edge.
-func acrossEdge(h, took, edge float64) bool { return h-took/2 < edge && h+took/2 > edge }
-
 // readAt places snapshots on the host's timeline at the middle of their
 // reading, on the guest's clock (results.GuestClock).
 func readAt(samples []sampleRec) func(*sampleRec) float64 {

@@ -75,7 +75,9 @@ func rpsIn(knobs []results.Knob, from, to float64) (st rpsState, ok bool) {
 	for _, m := range masks {
 		st.union |= m
 	}
-	st.rfs = slices.Contains(slices.Collect(maps.Values(rfs)), true)
+	for _, on := range rfs {
+		st.rfs = st.rfs || on
+	}
 	st.steered = true
 	for _, f := range feeders {
 		if f.dev == "*" || masks[f] == 0 {
