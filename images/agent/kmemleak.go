@@ -6,8 +6,11 @@ import (
 	"errors"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"napilab/images/wire"
 )
@@ -33,7 +36,9 @@ func kmemleak() (*wire.KmemleakReport, error) {
 	if !hasKmemleak() {
 		return nil, errors.New("this kernel has no kmemleak (" + kmemleakFile + ")")
 	}
-	scan := func() error { return os.WriteFile(kmemleakFile, []byte("scan"), 0) }
+	scan := func() error {
+		return unsignalled(func() error { return os.WriteFile(kmemleakFile, []byte("scan"), 0) })
+	}
 	var rep wire.KmemleakReport
 	var err error
 	if err = scan(); err != nil {
@@ -78,4 +83,27 @@ func ticks() (wire.TickPoint, error) {
 		}
 	}
 	return wire.TickPoint{}, errors.New("/proc/timer_list has no jiffies line")
+}
+
+// unsignalled runs f on a thread of its own that blocks every signal, and
+// the thread exits with it. A kmemleak scan run by a task with a signal
+// pending stops and reports nothing, yet the write of "scan" succeeds
+// (scan_should_stop, mm/kmemleak.c:1304 of 6.1): a signal the kernel
+// hands this thread (a SIGCHLD of the agent's children, the Go runtime's
+// SIGURG) would silently turn a leaking kernel's report empty.
+func unsignalled(f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		var all unix.Sigset_t
+		for i := range all.Val {
+			all.Val[i] = ^uint64(0)
+		}
+		if err := unix.PthreadSigmask(unix.SIG_BLOCK, &all, nil); err != nil {
+			errc <- err
+			return
+		}
+		errc <- f()
+	}()
+	return <-errc
 }
