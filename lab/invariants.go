@@ -39,7 +39,7 @@ func judgeRuns(w io.Writer, dirs []string) error {
 			bad = append(bad, err.Error()) // a run still going has no result.json yet: judge the others
 			continue
 		}
-		for _, o := range model.Check(model.KernelOf(r.Kernel.Release), r.Knobs, model.Reads(samples), model.Rules) {
+		for _, o := range model.Check(model.KernelOf(r.Kernel.Release), r.Knobs, model.Reads(samples), r.Loads, model.Rules) {
 			lag := "-"
 			if len(o.Lags) > 0 {
 				lag = fmt.Sprintf("%.2fs", slices.Max(o.Lags))

@@ -24,6 +24,9 @@ func NewGuestClock(n int, at func(i int) (host, t, took float64)) GuestClock {
 	return c
 }
 
+// Known says the clock learnt its offset (a snapshot had a guest time).
+func (c GuestClock) Known() bool { return c.ok }
+
 // At returns the host time of guest time t, or host when the snapshot has
 // no guest time.
 func (c GuestClock) At(host, t float64) float64 {

@@ -238,7 +238,7 @@ type Knob struct {
 	// the NAPIs napi-get lists (those with an id: not virtio-net's TX
 	// NAPIs); sysfs threaded reaches every NAPI of the device.
 	NAPISet bool   `json:"napi_set,omitempty"`
-	Kind    string `json:"kind"`  // KnobThreaded, KnobLink, KnobNAPIs, KnobBusyPoller, KnobRPS, KnobRFS or KnobNetifRx
+	Kind    string `json:"kind"`  // KnobThreaded, KnobLink, KnobNAPIs, KnobChannels, KnobBusyPoller, KnobRPS, KnobRFS or KnobNetifRx
 	Value   string `json:"value"` // threaded: 0, 1, disabled, enabled, busy-poll; link: up, down; GRO on, off; XDP attach, detach; busy-poller on, off; rps: a mask; rfs: a count
 	// Failed says the action returned an error: what it left is unknown.
 	Failed bool `json:"failed,omitempty"`
@@ -249,6 +249,10 @@ const (
 	KnobThreaded = "threaded"
 	KnobLink     = "link"
 	KnobNAPIs    = "napis" // GRO or XDP: the NAPIs may be added anew
+	// KnobChannels changes a NIC's channel count (Value): its NAPIs are
+	// disabled and enabled, some queues stop or start receiving. Only the
+	// liveness rule reads it: the mode rules' NAPIs keep their mode.
+	KnobChannels = "channels"
 	// KnobBusyPoller is a load's busy-polling receiver (SO_BUSY_POLL) on
 	// Dev starting (Value BusyPollerOn) or stopping (BusyPollerOff).
 	KnobBusyPoller = "busy-poller"
@@ -312,6 +316,14 @@ type Load struct {
 	// XSK says how an xsk load's socket bound (copy or zero-copy, XDP
 	// native or generic) and its socket statistics, in one line.
 	XSK string `json:"xsk,omitempty"`
+	// Dev and Netns name the device the load's packets arrive on, and
+	// Sending what its sender sent per 100 ms (wire.BucketWidthMs) from
+	// SendingFrom (seconds since the timeline began): the evidence the
+	// liveness invariant reads that packets were pending there.
+	Dev         string   `json:"dev,omitempty"`
+	Netns       string   `json:"netns,omitempty"`
+	Sending     []uint64 `json:"sending,omitempty"`
+	SendingFrom float64  `json:"sending_from,omitempty"`
 }
 
 // Latency is a request/response load's latency in microseconds.

@@ -28,10 +28,24 @@ func metricValue(m metrics.Ref, s wire.Sample) (float64, error) {
 
 // loadResults summarises every load that ran.
 func (t *timeline) loadResults() []results.Load {
+	t.mu.Lock()
+	clock := results.NewGuestClock(len(t.samples), func(i int) (float64, float64, float64) {
+		return t.samples[i].Host, t.samples[i].Data.T, t.samples[i].Data.Took
+	})
+	t.mu.Unlock()
 	var out []results.Load
 	for _, name := range sortedLoadNames(t.stats) {
 		lr := t.stats[name]
 		l := results.Load{Name: name, Sent: lr.sent, SendErrors: lr.sendErrors}
+		if sl := t.s.Loads[name]; sl != nil {
+			l.Dev, l.Netns = sl.ArrivesOn()
+		}
+		switch {
+		case lr.sending != nil:
+			l.Sending, l.SendingFrom = lr.sending, lr.sendingFrom
+		case lr.sender != nil && lr.sender.Start > 0 && clock.Known():
+			l.Sending, l.SendingFrom = lr.sender.Buckets, clock.At(0, lr.sender.Start)
+		}
 		if lr.sender != nil && lr.sender.Latency != nil {
 			l.Latency = (*results.Latency)(lr.sender.Latency)
 		}

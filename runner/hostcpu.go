@@ -92,13 +92,14 @@ func parseSchedstat(s string) (ran, waited time.Duration, err error) {
 type hostShare struct {
 	wall        time.Duration
 	ran, waited time.Duration
+	vcpus       int  // the guest's vCPU threads (0: one)
 	measured    bool // false: the use could not be read at one end
 }
 
 // measureShare returns the share between from and the use read now;
 // read is nil or failing for a guest that cannot say.
-func measureShare(read func() (cpuUse, error), from cpuUse, fromOK bool, began time.Time) hostShare {
-	sh := hostShare{wall: time.Since(began)}
+func measureShare(read func() (cpuUse, error), from cpuUse, fromOK bool, began time.Time, vcpus int) hostShare {
+	sh := hostShare{wall: time.Since(began), vcpus: vcpus}
 	if read == nil || !fromOK {
 		return sh
 	}
@@ -118,7 +119,7 @@ func measureShare(read func() (cpuUse, error), from cpuUse, fromOK bool, began t
 // 0.80; beside 6, 0.08 and 0.92. An idle thread (a halted guest) ran and
 // waited ~0 either way.
 const (
-	// starvedRan: QEMU ran under half a CPU on average.
+	// starvedRan: QEMU ran under half a CPU per vCPU on average.
 	starvedRan = 0.5
 	// starvedWaited: its threads waited on a run queue at least a quarter
 	// of the window, and at least as long as they ran.
@@ -135,7 +136,7 @@ func (s hostShare) starved() bool {
 		return false
 	}
 	w := float64(s.wall)
-	return float64(s.ran) < starvedRan*w && s.waited >= s.ran && float64(s.waited) >= starvedWaited*w
+	return float64(s.ran) < starvedRan*w*float64(max(1, s.vcpus)) && s.waited >= s.ran && float64(s.waited) >= starvedWaited*w
 }
 
 // String says what QEMU got: "QEMU got 0.40 s of CPU in 10.00 s (and

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"napilab/images/wire"
 )
 
 // injector sends UDP from the runner's namespace through a tap into the
@@ -14,6 +16,10 @@ import (
 type injector struct {
 	sent   atomic.Uint64
 	errors atomic.Uint64
+	// start and buckets (packets sent per wire.BucketWidthMs from start)
+	// are run's alone until stop returns.
+	start   time.Time
+	buckets []uint64
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -60,6 +66,7 @@ func (inj *injector) run(ctx context.Context, conns []*net.UDPConn, size, rate i
 		interval = time.Second / time.Duration(rate)
 	}
 	next := time.Now()
+	inj.start = next
 	for i := 0; ctx.Err() == nil; i++ {
 		if _, err := conns[i%len(conns)].Write(buf); err != nil {
 			inj.errors.Add(1)
@@ -67,6 +74,11 @@ func (inj *injector) run(ctx context.Context, conns []*net.UDPConn, size, rate i
 			continue
 		}
 		inj.sent.Add(1)
+		b := int(time.Since(inj.start) / (wire.BucketWidthMs * time.Millisecond))
+		for len(inj.buckets) <= b {
+			inj.buckets = append(inj.buckets, 0)
+		}
+		inj.buckets[b]++
 		if interval > 0 {
 			next = next.Add(interval)
 			if d := time.Until(next); d > time.Millisecond {
@@ -78,9 +90,9 @@ func (inj *injector) run(ctx context.Context, conns []*net.UDPConn, size, rate i
 	}
 }
 
-// stop ends the sender and returns what it sent.
-func (inj *injector) stop() (sent, errors uint64) {
+// stop ends the sender and returns what it sent, in all and per bucket.
+func (inj *injector) stop() (sent, errors uint64, start time.Time, buckets []uint64) {
 	inj.cancel()
 	inj.wg.Wait()
-	return inj.sent.Load(), inj.errors.Load()
+	return inj.sent.Load(), inj.errors.Load(), inj.start, inj.buckets
 }

@@ -10,7 +10,7 @@ import (
 
 // knobs returns every repetition that changed a device's NAPI state, in
 // the order issued: writes of /sys/class/net/<dev>/threaded, napi steps
-// setting threaded, link, GRO and XDP steps, RPS and RFS settings, the
+// setting threaded, link, GRO, XDP and channels steps, RPS and RFS settings, the
 // start and stop of busy-polling receivers; and, at 0s, the devices that
 // feed a CPU's backlog without NAPI.
 func (t *timeline) knobs() []results.Knob {
@@ -54,7 +54,7 @@ func (t *timeline) pollReads() []model.Snapshot {
 
 // invariants checks the run against the model's rules the scenario did not
 // turn off, and lists those it did; release (uname -r) says which rules hold.
-func (t *timeline) invariants(release string, knobs []results.Knob) []results.Assert {
+func (t *timeline) invariants(release string, knobs []results.Knob, loads []results.Load) []results.Assert {
 	var rules []*model.Rule
 	var out []results.Assert
 	for _, r := range model.Rules {
@@ -67,7 +67,7 @@ func (t *timeline) invariants(release string, knobs []results.Knob) []results.As
 		rules = append(rules, r)
 	}
 	judged := map[string]bool{}
-	for _, o := range model.Check(model.KernelOf(release), knobs, t.pollReads(), rules) {
+	for _, o := range model.Check(model.KernelOf(release), knobs, t.pollReads(), loads, rules) {
 		a := o.Assert()
 		judged[a.Name] = !a.Unmeasured
 		out = append(out, a)

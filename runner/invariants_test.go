@@ -93,7 +93,7 @@ func TestInvariantsOnTheRecord(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tl := knobTimeline(t, tc.softirqUntil)
-			got := tl.invariants("6.1.192", tl.knobs())
+			got := tl.invariants("6.1.192", tl.knobs(), nil)
 			var failed []string
 			for _, a := range got {
 				if a.Kind != results.KindInvariant {
@@ -115,7 +115,7 @@ func TestInvariantsOnTheRecord(t *testing.T) {
 			}
 			// A scenario can turn an invariant off.
 			tl.s.Invariants.Off = map[string]string{"threaded-not-softirq": "why", "down-not-polled": "why"}
-			for _, a := range tl.invariants("6.1.192", tl.knobs()) {
+			for _, a := range tl.invariants("6.1.192", tl.knobs(), nil) {
 				if !a.Passed || a.Measured != "off: why" {
 					t.Errorf("turned off, yet %+v", a)
 				}
@@ -187,7 +187,7 @@ func TestRequiredInvariants(t *testing.T) {
 	tl := knobTimeline(t, 1.01)
 	tl.s.Invariants.Require = []string{"threaded-not-softirq", "busy-poll-reaches"}
 	got := map[string]results.Assert{}
-	for _, a := range tl.invariants("6.1.192", tl.knobs()) {
+	for _, a := range tl.invariants("6.1.192", tl.knobs(), nil) {
 		got[a.Name] = a
 	}
 	if a := got["threaded-not-softirq"]; !a.Passed || a.Unmeasured {
@@ -199,9 +199,29 @@ func TestRequiredInvariants(t *testing.T) {
 	}
 	// Without require it is left out, as before.
 	tl.s.Invariants.Require = nil
-	for _, a := range tl.invariants("6.1.192", tl.knobs()) {
+	for _, a := range tl.invariants("6.1.192", tl.knobs(), nil) {
 		if a.Name == "busy-poll-reaches" {
 			t.Errorf("listed without require: %+v", a)
 		}
+	}
+}
+
+// TestLoadsFeedLiveness: a load's result names the device its packets
+// arrive on and what its sender sent per bucket on the timeline's clock: a
+// host sender's as the injector counted it, a guest sender's placed by the
+// guest clock the snapshots teach.
+func TestLoadsFeedLiveness(t *testing.T) {
+	tl := knobTimeline(t, 1)
+	tl.stats["nic-udp"] = &loadResult{sent: 30, sending: []uint64{10, 10, 10}, sendingFrom: 1.5}
+	ls := tl.loadResults()
+	if len(ls) != 1 || ls[0].Dev != "eth0" || ls[0].SendingFrom != 1.5 || len(ls[0].Sending) != 3 {
+		t.Fatalf("host sender: %+v", ls)
+	}
+	// A guest sender that started at guest uptime 51: 1s into the timeline
+	// (the snapshots read at host t+0.01 took 5 ms at guest time 50+t).
+	tl.stats["nic-udp"] = &loadResult{sent: 20, sender: &wire.LoadStats{Packets: 20, Start: 51, Buckets: []uint64{10, 10}}}
+	ls = tl.loadResults()
+	if got := ls[0].SendingFrom; got < 0.99 || got > 1.02 || len(ls[0].Sending) != 2 {
+		t.Errorf("guest sender placed at %.3fs (%+v): want ~1.005s", got, ls[0])
 	}
 }

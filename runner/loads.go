@@ -106,7 +106,9 @@ func (t *timeline) stopLoad(ctx context.Context, name string) error {
 	}
 	res := &loadResult{}
 	if a.inj != nil {
-		res.sent, res.sendErrors = a.inj.stop()
+		var start time.Time
+		res.sent, res.sendErrors, start, res.sending = a.inj.stop()
+		res.sendingFrom = start.Sub(t.start).Seconds()
 	} else {
 		var st wire.LoadStats
 		if err := t.ctl.call(ctx, wire.OpStop, wire.LoadName{Name: sendName(name)}, &st); err != nil {

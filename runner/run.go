@@ -423,7 +423,7 @@ func (r *run) boundedCall(ctx context.Context, step string, line int, limit time
 	defer cancel()
 	err := r.ctl.call(cctx, op, args, out)
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		h := &hangError{step: step, line: line, deadline: limit, facts: hangFacts{share: measureShare(read, from, err0 == nil, began)}}
+		h := &hangError{step: step, line: line, deadline: limit, facts: hangFacts{share: measureShare(read, from, err0 == nil, began, r.s.Machine.CPUs)}}
 		r.hangEvidence(ctx, h)
 		return h
 	}

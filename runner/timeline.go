@@ -118,6 +118,10 @@ type loadResult struct {
 	sent, sendErrors uint64
 	sink             *wire.LoadStats
 	sender           *wire.LoadStats // guest senders only; an rr client's latency is here
+	// sending is a host sender's packets per bucket from sendingFrom
+	// (seconds since the timeline began); a guest sender's are its Buckets.
+	sending     []uint64
+	sendingFrom float64
 }
 
 func newTimeline(s *scenarios.Scenario, seed int64, ctl *control, host *hostNet, logf func(string, ...any)) *timeline {
@@ -347,7 +351,7 @@ func (t *timeline) repeatUntil(ctx context.Context, st *scenarios.Step, name str
 		t.iterated(ctx, st, i, iterStart, next.Add(st.Every.D()), timedOut, err != nil)
 		switch {
 		case timedOut:
-			share := measureShare(t.cpu, use0, use0Err == nil, iterStart)
+			share := measureShare(t.cpu, use0, use0Err == nil, iterStart, t.s.Machine.CPUs)
 			return i + 1, &hangError{step: name, line: st.Pos.Line, deadline: deadline, facts: hangFacts{share: share}}
 		case err != nil && ctx.Err() != nil:
 			return i + 1, ctx.Err()

@@ -76,7 +76,7 @@ func (r *run) finish(err error) {
 				res.Asserts = append(res.Asserts, r.tl.s.Evaluate(rec, a))
 			}
 		}
-		res.Asserts = append(res.Asserts, r.tl.invariants(res.Kernel.Release, res.Knobs)...)
+		res.Asserts = append(res.Asserts, r.tl.invariants(res.Kernel.Release, res.Knobs, res.Loads)...)
 	}
 	for _, a := range res.Asserts {
 		if !a.Passed {

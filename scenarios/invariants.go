@@ -60,7 +60,7 @@ func (k *checker) invariants() {
 
 // explainInvariants lists the invariants in force and those turned off.
 func (s *Scenario) explainInvariants(w io.Writer) {
-	fmt.Fprintln(w, "invariants (checked on every NAPI whose threaded mode, link or busy-polling receiver a step sets, and on RPS masks, once settled):")
+	fmt.Fprintln(w, "invariants (checked on every NAPI whose threaded mode, link or busy-polling receiver a step sets, on RPS masks, once settled, and on every device a load sends to):")
 	for _, r := range model.Rules {
 		if why, off := s.Invariants.Off[r.Name]; off {
 			fmt.Fprintf(w, "  - %s: off (%s)\n", r.Name, why)
@@ -97,7 +97,7 @@ func (s *Scenario) explainInvariants(w io.Writer) {
 
 // Knobs says which device state a step's repetitions set, if any: a write
 // of /sys/class/net/<dev>/threaded, a napi step setting threaded, a link,
-// GRO or XDP step; an rps step (one knob per queue), a write of a queue's
+// GRO, XDP or channels step; an rps step (one knob per queue), a write of a queue's
 // rps_cpus or rps_flow_cnt, the rps_sock_flow_entries sysctl. Start, Done
 // and, where it is "", Value are the runner's, per repetition.
 func (st *Step) Knobs() []results.Knob {
@@ -113,6 +113,8 @@ func (st *Step) Knobs() []results.Knob {
 		k.Kind, k.Dev, k.Netns = results.KnobNAPIs, st.GRO.Dev, st.GRO.Netns
 	case st.XDP != nil:
 		k.Kind, k.Dev, k.Netns = results.KnobNAPIs, st.XDP.Dev, st.XDP.Netns
+	case st.Channels != nil:
+		k.Kind, k.Dev, k.Netns = results.KnobChannels, st.Channels.Dev, st.Channels.Netns
 	case st.RPS != nil:
 		return rpsKnobs(k, st.RPS)
 	case st.Sysctl != nil && st.Sysctl.Name == "net.core.rps_sock_flow_entries":
@@ -184,10 +186,9 @@ func (s *Scenario) NetifRx() []results.Knob {
 	}
 	lo := map[string]bool{}
 	for _, name := range sortedKeys(s.Loads) {
-		l := s.Loads[name]
-		if !l.From.Host && l.From.Netns == l.SinkNetns && !lo[l.SinkNetns] {
-			lo[l.SinkNetns] = true
-			add("lo", l.SinkNetns)
+		if dev, ns := s.Loads[name].ArrivesOn(); dev == "lo" && !lo[ns] {
+			lo[ns] = true
+			add("lo", ns)
 		}
 	}
 	other := false
@@ -196,6 +197,15 @@ func (s *Scenario) NetifRx() []results.Knob {
 		add("*", "")
 	}
 	return out
+}
+
+// ArrivesOn names the device a load's packets arrive on: the sink's
+// device, or lo where the sender shares the sink's namespace.
+func (l *Load) ArrivesOn() (dev, netns string) {
+	if !l.From.Host && l.From.Netns == l.SinkNetns {
+		return "lo", l.SinkNetns
+	}
+	return l.SinkDev, l.SinkNetns
 }
 
 // SetsRPS says a step sets an RPS mask: the run then reads softnet_stat

@@ -34,6 +34,10 @@ type Rule struct {
 	// rps, when set, makes the rule judge where RPS steered packets
 	// (rps.go) instead of who polled a NAPI.
 	rps bool
+	// live, when set, makes the rule judge a device's silences while a
+	// load sends to it (live.go): none may last longer than Within.
+	live   bool
+	Within float64
 	// kernel, when set, says on which releases the rule holds; releases
 	// says it in words.
 	kernel   func(Kernel) bool
@@ -119,6 +123,24 @@ var Rules = []*Rule{
 		state: "while RPS masks are set and RFS is off",
 		rps:   true,
 	},
+	{
+		Name: "rx-live",
+		Doc: "A device that is up keeps polling what a load sends it: the driver schedules its NAPI for " +
+			"every packet it is handed while the NAPI is not already scheduled (veth_xmit's __veth_xdp_flush, " +
+			"virtio-net's skb_recv_done), a NAPI that used its whole budget is polled again (net_rx_action's " +
+			"repoll list, ksoftirqd past its time or budget, dev.c:6783 [7101]; napi_threaded_poll's loop), and one " +
+			"that completes looks again before it sleeps (veth_poll's ptr_ring check after napi_complete_done, " +
+			"virtqueue_napi_complete's virtqueue_poll). So while a load's sender keeps sending to a device that " +
+			"is up, settled and was polling, no stretch longer than the bound passes without one of its RX NAPIs " +
+			"polling a packet. A link, GRO, XDP or channels change ends a silence and starts a phase (the NAPIs " +
+			"may be disabled or deleted); a threaded flip changes who polls, not whether, and does not. Judged " +
+			"per device, not per NAPI (a flow's queue may move), only while the guest kept reading its " +
+			"who-polled snapshots.",
+		Grace:  0.4,
+		Within: 1.0,
+		state:  "while a load sends to a device that is up, settled and polling",
+		live:   true,
+	},
 }
 
 // RuleNamed returns the invariant called name, or nil.
@@ -172,6 +194,9 @@ type Window struct {
 	Threads []string
 	// Mask is the RPS masks' union a window of the rps rule broke.
 	Mask uint64
+	// Sent is what loads sent to the device through a silence of the
+	// liveness rule.
+	Sent uint64
 }
 
 // Outcome is what a rule found in a run.
@@ -196,7 +221,7 @@ type Outcome struct {
 
 // Check replays knobs over the snapshots and returns an outcome for every
 // rule whose state the run reached (a rule never exercised is left out).
-func Check(k Kernel, knobs []results.Knob, snaps []Snapshot, rules []*Rule) []Outcome {
+func Check(k Kernel, knobs []results.Knob, snaps []Snapshot, loads []results.Load, rules []*Rule) []Outcome {
 	rules = slices.DeleteFunc(slices.Clone(rules), func(r *Rule) bool { return r.kernel != nil && !r.kernel(k) })
 	outs := make([]Outcome, len(rules))
 	judged := make([]map[NAPI]bool, len(rules))
@@ -209,6 +234,8 @@ func Check(k Kernel, knobs []results.Knob, snaps []Snapshot, rules []*Rule) []Ou
 			outs[i] = checkKthreads(r, knobs, snaps)
 		case r.rps:
 			outs[i] = checkRPS(r, knobs, snaps)
+		case r.live:
+			outs[i] = checkLive(r, knobs, snaps, loads)
 		}
 	}
 	for i := 1; i < len(snaps); i++ {
@@ -218,7 +245,7 @@ func Check(k Kernel, knobs []results.Knob, snaps []Snapshot, rules []*Rule) []Ou
 			st, ok := stateIn(knobs, n, from, to)
 			for ri, r := range rules {
 				o := &outs[ri]
-				if r.reaches != "" || r.kthreads || r.rps || !r.applies(st) {
+				if r.reaches != "" || r.kthreads || r.rps || r.live || !r.applies(st) {
 					continue
 				}
 				if !ok {
@@ -300,6 +327,13 @@ func (o Outcome) Assert() results.Assert {
 		a.Measured = fmt.Sprintf("%d of %d windows broke it", len(o.Broken), o.Judged)
 	case r.rps:
 		a.Measured = fmt.Sprintf("held in %d windows", o.Judged)
+	case len(o.Broken) > 0 && r.live:
+		a.Measured = fmt.Sprintf("%d of %d devices fell silent past the bound (%d times) in %d windows", brokenDevices(o.Broken), o.NAPIs, len(o.Broken), o.Judged)
+	case r.live:
+		a.Measured = fmt.Sprintf("held in %d windows of %d devices", o.Judged, o.NAPIs)
+		if len(o.Lags) > 0 {
+			a.Measured += fmt.Sprintf(", the longest silence %.2fs", slices.Max(o.Lags))
+		}
 	case len(o.Broken) > 0 && r.reaches != "":
 		a.Measured = fmt.Sprintf("%d of %d phases of %d devices broke it", len(o.Broken), o.Phases, o.NAPIs)
 	case len(o.Broken) > 0:
@@ -329,6 +363,9 @@ func (r *Rule) Bound() string {
 		return fmt.Sprintf("%s polls of a device's NAPIs in every phase %s%s", r.reaches, r.state, graceWords(r.Grace))
 	case r.kthreads:
 		return fmt.Sprintf("no napi/ kthread %s, on %s%s", r.state, r.releases, graceWords(r.Grace))
+	case r.live:
+		return fmt.Sprintf("no silence of a device's RX NAPIs longer than %.2fs while a load sends to it, up, settled and polling%s",
+			r.Within, graceWords(r.Grace))
 	case r.rps:
 		return fmt.Sprintf("no RPS IPI (nor, where every backlog feeder is masked, backlog packet) on a CPU outside the masks %s%s",
 			r.state, graceWords(r.Grace))
@@ -353,6 +390,8 @@ func (w Window) describe() string {
 		return w.describeThreads()
 	case w.Mask != 0:
 		return w.describeRPS()
+	case w.Sent > 0:
+		return w.describeLive()
 	}
 	var parts []string
 	for _, ctx := range slices.Sorted(maps.Keys(w.Polls)) {
