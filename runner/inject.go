@@ -20,8 +20,8 @@ type injector struct {
 	// are run's alone until stop returns.
 	start   time.Time
 	buckets []uint64
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 }
 
 // startInjector opens flows sockets in the namespace and sends size-byte

@@ -99,7 +99,8 @@ func checkLive(r *Rule, knobs []results.Knob, snaps []Snapshot, loads []results.
 func silences(r *Rule, dev string, knobs []results.Knob, snaps []Snapshot, feeds []results.Load, o *Outcome) []silence {
 	var out []silence
 	active, quiet := false, -1 // quiet: the read the current silence began after (-1: none)
-	end := func(m int) { // the silence ends at read m
+	// end closes the current silence at read m.
+	end := func(m int) {
 		if quiet >= 0 && m > quiet {
 			s := silence{from: snaps[quiet].To, to: snaps[m].From}
 			for k := quiet + 1; k <= m; k++ {
