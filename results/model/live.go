@@ -76,7 +76,7 @@ func checkLive(r *Rule, knobs []results.Knob, snaps []Snapshot, loads []results.
 			o.Lags = append(o.Lags, s.to-s.from)
 			if s.to-s.from > r.Within {
 				w := Window{NAPI: NAPI{Dev: dev}, From: s.from, To: s.to, Sent: s.sent, After: -1}
-				if _, k := lastLiveKnob(knobs, dev, s.from); k != nil {
+				if _, k := lastKnob(knobs, dev, s.from, liveKnob); k != nil {
 					w.After, w.State.By = s.from-k.Done, k
 				}
 				o.Broken = append(o.Broken, w)
@@ -114,7 +114,7 @@ func silences(r *Rule, dev string, knobs []results.Knob, snaps []Snapshot, feeds
 	var phase *results.Knob
 	for i := 1; i < len(snaps); i++ {
 		a, b := snaps[i-1], snaps[i]
-		if _, k := lastLiveKnob(knobs, dev, b.To); k != phase {
+		if _, k := lastKnob(knobs, dev, b.To, liveKnob); k != phase {
 			end(i - 1) // a change was issued after read i-1 began
 			phase, active = k, false
 		}
@@ -140,21 +140,6 @@ func silences(r *Rule, dev string, knobs []results.Knob, snaps []Snapshot, feeds
 	}
 	end(len(snaps) - 1)
 	return out
-}
-
-// lastLiveKnob returns the index and the last change on dev issued before
-// t that may pause its NAPIs (-1 and nil: none).
-func lastLiveKnob(knobs []results.Knob, dev string, t float64) (int, *results.Knob) {
-	idx := -1
-	for i := range knobs {
-		if knobs[i].Dev == dev && knobs[i].Start < t && liveKnob(knobs[i].Kind) {
-			idx = i
-		}
-	}
-	if idx < 0 {
-		return -1, nil
-	}
-	return idx, &knobs[idx]
 }
 
 // down says dev's link was last set down (or a link change failed) before t.

@@ -60,7 +60,7 @@ func checkReach(r *Rule, knobs []results.Knob, snaps []Snapshot) Outcome {
 				o.Unsure++
 				continue
 			}
-			idx, last := lastKnob(knobs, dev, from)
+			idx, last := lastKnob(knobs, dev, from, napiKnob)
 			st.By = last // the phase's start, which may be a receiver's
 			start := -1.0
 			if last != nil {
@@ -176,12 +176,12 @@ func byDevice(prev, cur []metrics.PollLine) map[string]map[NAPI]*delta {
 	return out
 }
 
-// lastKnob returns the index and the last of dev's NAPI knobs issued
-// before t (-1 and nil: none).
-func lastKnob(knobs []results.Knob, dev string, t float64) (int, *results.Knob) {
+// lastKnob returns the index and the last of dev's knobs of a kind that
+// counts issued before t (-1 and nil: none).
+func lastKnob(knobs []results.Knob, dev string, t float64, counts func(kind string) bool) (int, *results.Knob) {
 	idx := -1
 	for i := range knobs {
-		if knobs[i].Dev == dev && knobs[i].Start < t && napiKnob(knobs[i].Kind) {
+		if knobs[i].Dev == dev && knobs[i].Start < t && counts(knobs[i].Kind) {
 			idx = i
 		}
 	}
