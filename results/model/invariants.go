@@ -195,8 +195,9 @@ type Window struct {
 	// Mask is the RPS masks' union a window of the rps rule broke.
 	Mask uint64
 	// Sent is what loads sent to the device through a silence of the
-	// liveness rule.
-	Sent uint64
+	// liveness rule, from SentFrom on.
+	Sent     uint64
+	SentFrom float64
 }
 
 // Outcome is what a rule found in a run.

@@ -41,8 +41,14 @@ func rxNAPI(name string) bool { return !strings.HasPrefix(name, "tx") }
 type silence struct {
 	from, to float64 // certainly silent: between two snapshots' reads
 	sent     uint64  // what the loads' senders sent to dev in it
+	first    float64 // the start of the first 100 ms in it a sender sent in
 	paused   bool    // the guest's snapshots paused longer than liveCadence
 }
+
+// pending is how long the first packet sent in the silence waited in it at
+// least: a silence that began before the senders sent (they paused too)
+// counts from their first packet.
+func (s silence) pending() float64 { return s.to - s.first }
 
 // checkLive judges the rule with live on every device a load sends to.
 func checkLive(r *Rule, knobs []results.Knob, snaps []Snapshot, loads []results.Load) Outcome {
@@ -73,9 +79,9 @@ func checkLive(r *Rule, knobs []results.Knob, snaps []Snapshot, loads []results.
 				o.Unsure++
 				continue
 			}
-			o.Lags = append(o.Lags, s.to-s.from)
-			if s.to-s.from > r.Within {
-				w := Window{NAPI: NAPI{Dev: dev}, From: s.from, To: s.to, Sent: s.sent, After: -1}
+			o.Lags = append(o.Lags, s.pending())
+			if s.pending() > r.Within {
+				w := Window{NAPI: NAPI{Dev: dev}, From: s.from, To: s.to, Sent: s.sent, SentFrom: s.first, After: -1}
 				if _, k := lastKnob(knobs, dev, s.from, liveKnob); k != nil {
 					w.After, w.State.By = s.from-k.Done, k
 				}
@@ -106,7 +112,7 @@ func silences(r *Rule, dev string, knobs []results.Knob, snaps []Snapshot, feeds
 			for k := quiet + 1; k <= m; k++ {
 				s.paused = s.paused || snaps[k].From-snaps[k-1].To > liveCadence
 			}
-			s.sent = sentIn(feeds, s.from, s.to)
+			s.sent, s.first = sentIn(feeds, s.from, s.to)
 			out = append(out, s)
 		}
 		quiet = -1
@@ -134,7 +140,7 @@ func silences(r *Rule, dev string, knobs []results.Knob, snaps []Snapshot, feeds
 		case active && quiet < 0:
 			quiet = i - 1
 		}
-		if active && sentIn(feeds, a.From, b.To) > 0 {
+		if sent, _ := sentIn(feeds, a.From, b.To); active && sent > 0 {
 			o.Judged++
 		}
 	}
@@ -154,24 +160,26 @@ func down(knobs []results.Knob, dev string, t float64) bool {
 }
 
 // sentIn sums what the feeds' senders sent in the buckets wholly inside
-// [from, to].
-func sentIn(feeds []results.Load, from, to float64) uint64 {
-	var n uint64
+// [from, to] and returns the start of the first that holds a packet (to:
+// none does).
+func sentIn(feeds []results.Load, from, to float64) (n uint64, first float64) {
 	const w = 0.1 // wire.BucketWidthMs
+	first = to
 	for _, l := range feeds {
 		for b, v := range l.Sending {
-			if start := l.SendingFrom + float64(b)*w; start >= from && start+w <= to {
+			if start := l.SendingFrom + float64(b)*w; start >= from && start+w <= to && v > 0 {
 				n += v
+				first = min(first, start)
 			}
 		}
 	}
-	return n
+	return n, first
 }
 
 // describeLive says what a broken silence saw.
 func (w Window) describeLive() string {
-	s := fmt.Sprintf("%s: no RX NAPI polled a packet for %.2fs (%.2f-%.2fs) while its loads sent %d packets to it",
-		w.NAPI.Dev, w.To-w.From, w.From, w.To, w.Sent)
+	s := fmt.Sprintf("%s: what its loads sent from %.2fs waited unpolled to %.2fs at least (%.2fs; no RX NAPI polled "+
+		"a packet from %.2fs; %d packets sent meanwhile)", w.NAPI.Dev, w.SentFrom, w.To, w.To-w.SentFrom, w.From, w.Sent)
 	if w.After >= 0 {
 		s += fmt.Sprintf(", %.2fs after %s", w.After, w.State.describe())
 	}
