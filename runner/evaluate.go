@@ -37,10 +37,14 @@ func (t *timeline) loadResults() []results.Load {
 	for _, name := range sortedLoadNames(t.stats) {
 		lr := t.stats[name]
 		l := results.Load{Name: name, Sent: lr.sent, SendErrors: lr.sendErrors}
-		if sl := t.s.Loads[name]; sl != nil {
+		sl := t.s.Loads[name]
+		if sl != nil {
 			l.Dev, l.Netns = sl.ArrivesOn()
 		}
 		switch {
+		case sl == nil || !sl.Datagrams():
+			// A TCP sender's writes wait in its socket for the window, an
+			// rr client for answers: what they sent is not on the wire.
 		case lr.sending != nil:
 			l.Sending, l.SendingFrom = lr.sending, lr.sendingFrom
 		case lr.sender != nil && lr.sender.Start > 0 && clock.Known():

@@ -225,3 +225,23 @@ func TestLoadsFeedLiveness(t *testing.T) {
 		t.Errorf("guest sender placed at %.3fs (%+v): want ~1.005s", got, ls[0])
 	}
 }
+
+// TestStreamLoadsFeedNothing: a TCP sender's writes and an rr client's
+// transactions are not packets on the wire: they say nothing of liveness.
+func TestStreamLoadsFeedNothing(t *testing.T) {
+	s, err := scenarios.Open("../scenarios/rr-latency.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := newTimeline(s, 1, nil, nil, nil)
+	tl.samples = []sampleRec{{Group: pollsGroup, Host: 1, Data: wire.Sample{T: 51, Took: 0.005}}}
+	for name := range s.Loads {
+		tl.stats[name] = &loadResult{sent: 20, sender: &wire.LoadStats{Packets: 20, Start: 51, Buckets: []uint64{10, 10}}}
+	}
+	for _, l := range tl.loadResults() {
+		// rr-latency's noise is udp: it feeds the rule.
+		if datagrams := s.Loads[l.Name].Kind == "udp"; (l.Sending != nil) != datagrams || l.Dev == "" {
+			t.Errorf("%s (%s): sending %v to %q", l.Name, s.Loads[l.Name].Kind, l.Sending, l.Dev)
+		}
+	}
+}

@@ -208,6 +208,13 @@ func (l *Load) ArrivesOn() (dev, netns string) {
 	return l.SinkDev, l.SinkNetns
 }
 
+// Datagrams says the load's sender puts every packet it counts on the
+// wire at once: udp, and xsk fed by a udp sender (not tcp, whose writes
+// wait for the window, nor an rr client, which waits for answers).
+func (l *Load) Datagrams() bool {
+	return l.Kind == "udp" || l.Kind == "xsk" && l.XSK != nil && l.XSK.Mode == XSKSink
+}
+
 // SetsRPS says a step sets an RPS mask: the run then reads softnet_stat
 // with who polled, for the rps rule.
 func (s *Scenario) SetsRPS() bool { return s.sets(results.KnobRPS) }

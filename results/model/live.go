@@ -2,6 +2,8 @@ package model
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"napilab/results"
@@ -66,7 +68,8 @@ func checkLive(r *Rule, knobs []results.Knob, snaps []Snapshot, loads []results.
 		netns[l.Dev] = l.Netns
 		feeds[l.Dev] = append(feeds[l.Dev], l)
 	}
-	for dev, fs := range feeds {
+	for _, dev := range slices.Sorted(maps.Keys(feeds)) {
+		fs := feeds[dev]
 		if netns[dev] == "\x00" {
 			continue
 		}
