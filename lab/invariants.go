@@ -48,7 +48,7 @@ func judgeRuns(w io.Writer, dirs []string) error {
 			if o.Phases > 0 {
 				judged = fmt.Sprintf("%d phases", o.Phases) // broken counts phases too
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%.2fs\n", dir, r.Kernel.Spec+flavourSuffix(r.Kernel.Flavour), o.Rule.Name,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%.2fs\n", dir, kernelName(r.Kernel), o.Rule.Name,
 				judged, len(o.Broken), o.Settling, lag, o.Rule.Grace)
 		}
 	}
@@ -61,9 +61,11 @@ func judgeRuns(w io.Writer, dirs []string) error {
 	return nil
 }
 
-func flavourSuffix(f string) string {
-	if f == "" {
-		return ""
+// kernelName is a run's kernel as the report names it: a flavoured
+// build's spec name already ends in its flavour.
+func kernelName(k results.Kernel) string {
+	if k.Flavour == "" || strings.HasSuffix(k.Spec, "."+k.Flavour) {
+		return k.Spec
 	}
-	return "." + f
+	return k.Spec + "." + k.Flavour
 }
