@@ -238,7 +238,7 @@ type Knob struct {
 	// the NAPIs napi-get lists (those with an id: not virtio-net's TX
 	// NAPIs); sysfs threaded reaches every NAPI of the device.
 	NAPISet bool   `json:"napi_set,omitempty"`
-	Kind    string `json:"kind"`  // KnobThreaded, KnobLink, KnobNAPIs, KnobChannels, KnobBusyPoller, KnobRPS, KnobRFS or KnobNetifRx
+	Kind    string `json:"kind"`  // KnobThreaded, KnobLink, KnobNAPIs, KnobChannels, KnobUnknown, KnobBusyPoller, KnobRPS, KnobRFS or KnobNetifRx
 	Value   string `json:"value"` // threaded: 0, 1, disabled, enabled, busy-poll; link: up, down; GRO on, off; XDP attach, detach; busy-poller on, off; rps: a mask; rfs: a count
 	// Failed says the action returned an error: what it left is unknown.
 	Failed bool `json:"failed,omitempty"`
@@ -253,6 +253,10 @@ const (
 	// disabled and enabled, some queues stop or start receiving. Only the
 	// liveness rule reads it: the mode rules' NAPIs keep their mode.
 	KnobChannels = "channels"
+	// KnobUnknown is an exec or kselftest step running (Dev "*", Value
+	// "run"): it may bring any device down. Only the liveness rule reads
+	// it, as a change on every device for as long as the step runs.
+	KnobUnknown = "unknown"
 	// KnobBusyPoller is a load's busy-polling receiver (SO_BUSY_POLL) on
 	// Dev starting (Value BusyPollerOn) or stopping (BusyPollerOff).
 	KnobBusyPoller = "busy-poller"

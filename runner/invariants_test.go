@@ -75,6 +75,12 @@ func TestKnobsFromIterations(t *testing.T) {
 			t.Errorf("a write of %s counted as a knob: %+v", p, ks)
 		}
 	}
+	// An exec or kselftest step may change any device while it runs.
+	for _, st := range []*scenarios.Step{{Exec: &scenarios.Exec{}}, {Kselftest: scenarios.StringList{"net:veth.sh"}}} {
+		if ks := st.Knobs(); len(ks) != 1 || ks[0].Kind != results.KnobUnknown || ks[0].Dev != "*" || ks[0].Value == "" {
+			t.Errorf("%+v: knobs %+v", st, ks)
+		}
+	}
 	ks := (&scenarios.Step{Write: &scenarios.Write{Path: "/sys/class/net/eth0/queues/rx-1/rps_cpus"}}).Knobs()
 	if len(ks) != 1 || ks[0].Kind != results.KnobRPS || ks[0].Queue == nil || *ks[0].Queue != 1 {
 		t.Errorf("rps_cpus write: %+v", ks)

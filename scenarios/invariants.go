@@ -84,6 +84,8 @@ func (s *Scenario) explainInvariants(w io.Writer) {
 				what = "busy-polling receiver " + k.Value
 			case results.KnobRPS:
 				what = "rps_cpus"
+			case results.KnobUnknown:
+				what = "anything (an exec or kselftest step)"
 			}
 			on = append(on, fmt.Sprintf("%s %s%s (line %d)", k.Dev, what, inNetns(k.Netns), k.Line))
 		}
@@ -97,7 +99,7 @@ func (s *Scenario) explainInvariants(w io.Writer) {
 
 // Knobs says which device state a step's repetitions set, if any: a write
 // of /sys/class/net/<dev>/threaded, a napi step setting threaded, a link,
-// GRO, XDP or channels step; an rps step (one knob per queue), a write of a queue's
+// GRO, XDP or channels step, an exec or kselftest step (unknown); an rps step (one knob per queue), a write of a queue's
 // rps_cpus or rps_flow_cnt, the rps_sock_flow_entries sysctl. Start, Done
 // and, where it is "", Value are the runner's, per repetition.
 func (st *Step) Knobs() []results.Knob {
@@ -115,6 +117,8 @@ func (st *Step) Knobs() []results.Knob {
 		k.Kind, k.Dev, k.Netns = results.KnobNAPIs, st.XDP.Dev, st.XDP.Netns
 	case st.Channels != nil:
 		k.Kind, k.Dev, k.Netns = results.KnobChannels, st.Channels.Dev, st.Channels.Netns
+	case st.Exec != nil || len(st.Kselftest) > 0:
+		k.Kind, k.Dev, k.Value = results.KnobUnknown, "*", "run"
 	case st.RPS != nil:
 		return rpsKnobs(k, st.RPS)
 	case st.Sysctl != nil && st.Sysctl.Name == "net.core.rps_sock_flow_entries":

@@ -25,11 +25,12 @@ const liveCadence = 0.6
 // liveKnob says a knob kind may stop a device's NAPIs from polling, so
 // that a silence ends and a new phase begins where it is issued: the link
 // (down disables them), GRO and XDP (veth deletes and adds them) and the
-// channels (queues stop and start). A threaded flip or a busy-polling
+// channels (queues stop and start); an exec or kselftest step, on any
+// device, for as long as it runs. A threaded flip or a busy-polling
 // receiver changes who polls, not whether: a silence runs through them.
 func liveKnob(kind string) bool {
 	switch kind {
-	case results.KnobLink, results.KnobNAPIs, results.KnobChannels:
+	case results.KnobLink, results.KnobNAPIs, results.KnobChannels, results.KnobUnknown:
 		return true
 	}
 	return false

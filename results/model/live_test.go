@@ -75,6 +75,8 @@ func TestRxLive(t *testing.T) {
 		{name: "stalled through threaded flips", polled: stallAt(2, 4), broken: 1,
 			knobs: []results.Knob{{Step: "flip", Line: 5, Start: 2.5, Done: 2.51, Dev: "vrx", Kind: results.KnobThreaded, Value: "1"},
 				{Step: "flip", Line: 5, Start: 3.0, Done: 3.01, Dev: "vrx", Kind: results.KnobThreaded, Value: "0"}}},
+		{name: "an exec step ran through the silence", polled: stallAt(2, 4),
+			knobs: []results.Knob{{Step: "exec", Line: 4, Start: 1.9, Done: 4.1, Dev: "*", Kind: results.KnobUnknown, Value: "run"}}},
 		{name: "silence cut by a change", polled: stallAt(2, 4), knobs: []results.Knob{{Step: "gro", Line: 3, Start: 2.7, Done: 2.75, Dev: "vrx", Kind: results.KnobNAPIs, Value: "off"}}},
 		{name: "the guest did not run", polled: stallAt(2, 4), pause: func(t float64) float64 {
 			if t >= 2.4 && t < 3.6 {

@@ -176,12 +176,13 @@ func byDevice(prev, cur []metrics.PollLine) map[string]map[NAPI]*delta {
 	return out
 }
 
-// lastKnob returns the index and the last of dev's knobs of a kind that
-// counts issued before t (-1 and nil: none).
+// lastKnob returns the index and the last of dev's knobs (or every
+// device's: Dev "*") of a kind that counts issued before t (-1 and nil:
+// none).
 func lastKnob(knobs []results.Knob, dev string, t float64, counts func(kind string) bool) (int, *results.Knob) {
 	idx := -1
 	for i := range knobs {
-		if knobs[i].Dev == dev && knobs[i].Start < t && counts(knobs[i].Kind) {
+		if (knobs[i].Dev == dev || knobs[i].Dev == "*") && knobs[i].Start < t && counts(knobs[i].Kind) {
 			idx = i
 		}
 	}
