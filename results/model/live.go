@@ -116,7 +116,10 @@ func silences(r *Rule, dev string, knobs []results.Knob, snaps []Snapshot, feeds
 			for k := quiet + 1; k <= m; k++ {
 				s.paused = s.paused || snaps[k].From-snaps[k-1].To > liveCadence
 			}
-			s.sent, s.first = sentIn(feeds, s.from, s.to)
+			// Not the first 100 ms: packets sent as the read that opened the
+			// silence was taken (the clocks agree within a few ms, a read
+			// takes a few) were polled before it, by a sender that stopped.
+			s.sent, s.first = sentIn(feeds, s.from, s.to, 0.1)
 			out = append(out, s)
 		}
 		quiet = -1
@@ -144,7 +147,7 @@ func silences(r *Rule, dev string, knobs []results.Knob, snaps []Snapshot, feeds
 		case active && quiet < 0:
 			quiet = i - 1
 		}
-		if sent, _ := sentIn(feeds, a.From, b.To); active && sent > 0 {
+		if sent, _ := sentIn(feeds, a.From, b.To, 0); active && sent > 0 {
 			o.Judged++
 		}
 	}
@@ -164,14 +167,14 @@ func down(knobs []results.Knob, dev string, t float64) bool {
 }
 
 // sentIn sums what the feeds' senders sent in the buckets wholly inside
-// [from, to] and returns the start of the first that holds a packet (to:
-// none does).
-func sentIn(feeds []results.Load, from, to float64) (n uint64, first float64) {
+// [from+skip, to] and returns the start of the first that holds a packet
+// (to: none does).
+func sentIn(feeds []results.Load, from, to, skip float64) (n uint64, first float64) {
 	const w = 0.1 // wire.BucketWidthMs
 	first = to
 	for _, l := range feeds {
 		for b, v := range l.Sending {
-			if start := l.SendingFrom + float64(b)*w; start >= from && start+w <= to && v > 0 {
+			if start := l.SendingFrom + float64(b)*w; start >= from+skip && start+w <= to && v > 0 {
 				n += v
 				first = min(first, start)
 			}

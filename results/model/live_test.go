@@ -62,6 +62,7 @@ func TestRxLive(t *testing.T) {
 		polled func(float64) bool
 		quiet  func(float64) bool // the sender sends nothing
 		pause  func(float64) float64
+		skew   float64 // the sender's buckets placed this late
 		broken int
 		unsure int
 	}{
@@ -75,6 +76,10 @@ func TestRxLive(t *testing.T) {
 		{name: "stalled through threaded flips", polled: stallAt(2, 4), broken: 1,
 			knobs: []results.Knob{{Step: "flip", Line: 5, Start: 2.5, Done: 2.51, Dev: "vrx", Kind: results.KnobThreaded, Value: "1"},
 				{Step: "flip", Line: 5, Start: 3.0, Done: 3.01, Dev: "vrx", Kind: results.KnobThreaded, Value: "0"}}},
+		// The sender stopped as a read was taken: its last packets, polled
+		// before the read, seem sent after it by the clocks' few ms.
+		{name: "the sender stopped at a read", polled: func(t float64) bool { return t < 2 },
+			quiet: func(t float64) bool { return t >= 2.05 }, skew: 0.012},
 		{name: "an exec step ran through the silence", polled: stallAt(2, 4),
 			knobs: []results.Knob{{Step: "exec", Line: 4, Start: 1.9, Done: 4.1, Dev: "*", Kind: results.KnobUnknown, Value: "run"}}},
 		{name: "silence cut by a change", polled: stallAt(2, 4), knobs: []results.Knob{{Step: "gro", Line: 3, Start: 2.7, Done: 2.75, Dev: "vrx", Kind: results.KnobNAPIs, Value: "off"}}},
@@ -86,7 +91,9 @@ func TestRxLive(t *testing.T) {
 		}, unsure: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := live(t, tc.knobs, vrxSnaps(6, tc.polled, tc.pause), []results.Load{sending(6, tc.quiet)})
+			l := sending(6, tc.quiet)
+			l.SendingFrom += tc.skew
+			o := live(t, tc.knobs, vrxSnaps(6, tc.polled, tc.pause), []results.Load{l})
 			if len(o.Broken) != tc.broken || o.Unsure != tc.unsure {
 				t.Fatalf("broken %d, unsure %d: want %d, %d (%+v)", len(o.Broken), o.Unsure, tc.broken, tc.unsure, o.Broken)
 			}
