@@ -131,8 +131,8 @@ func silences(r *Rule, dev string, knobs []results.Knob, snaps []Snapshot, feeds
 			end(i - 1) // a change was issued after read i-1 began
 			phase, active = k, false
 		}
-		if phase != nil && (phase.Done+r.Grace > a.From || down(knobs, dev, b.To)) {
-			continue // the change under way or settling, or the link down
+		if changing(knobs, dev, a.From, b.To, r.Grace) || down(knobs, dev, b.To) {
+			continue // a change under way or settling, or the link down
 		}
 		var packets uint64
 		for n, d := range work(a.Lines, b.Lines) {
@@ -153,6 +153,18 @@ func silences(r *Rule, dev string, knobs []results.Knob, snaps []Snapshot, feeds
 	}
 	end(len(snaps) - 1)
 	return out
+}
+
+// changing says a change on dev (or on every device) was under way in
+// [from, to], or returned less than grace before from: the last one issued
+// need not be the last to return (an exec step runs on through a link flip).
+func changing(knobs []results.Knob, dev string, from, to, grace float64) bool {
+	for _, k := range knobs {
+		if (k.Dev == dev || k.Dev == "*") && liveKnob(k.Kind) && k.Start < to && k.Done+grace > from {
+			return true
+		}
+	}
+	return false
 }
 
 // down says dev's link was last set down (or a link change failed) before t.

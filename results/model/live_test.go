@@ -82,6 +82,9 @@ func TestRxLive(t *testing.T) {
 			quiet: func(t float64) bool { return t >= 2.05 }, skew: 0.012},
 		{name: "an exec step ran through the silence", polled: stallAt(2, 4),
 			knobs: []results.Knob{{Step: "exec", Line: 4, Start: 1.9, Done: 4.1, Dev: "*", Kind: results.KnobUnknown, Value: "run"}}},
+		{name: "a link flip inside a running exec step", polled: func(t float64) bool { return t < 2 || t >= 2.8 && t < 3.4 || t >= 5 },
+			knobs: []results.Knob{{Step: "exec", Line: 4, Start: 1.9, Done: 5.1, Dev: "*", Kind: results.KnobUnknown, Value: "run"},
+				link(2.5, 2.52, "down"), link(2.6, 2.62, "up")}},
 		{name: "silence cut by a change", polled: stallAt(2, 4), knobs: []results.Knob{{Step: "gro", Line: 3, Start: 2.7, Done: 2.75, Dev: "vrx", Kind: results.KnobNAPIs, Value: "off"}}},
 		{name: "the guest did not run", polled: stallAt(2, 4), pause: func(t float64) float64 {
 			if t >= 2.4 && t < 3.6 {
