@@ -29,9 +29,7 @@ func metricValue(m metrics.Ref, s wire.Sample) (float64, error) {
 // loadResults summarises every load that ran.
 func (t *timeline) loadResults() []results.Load {
 	t.mu.Lock()
-	clock := results.NewGuestClock(len(t.samples), func(i int) (float64, float64, float64) {
-		return t.samples[i].Host, t.samples[i].Data.T, t.samples[i].Data.Took
-	})
+	clock := guestClock(t.samples)
 	t.mu.Unlock()
 	var out []results.Load
 	for _, name := range sortedLoadNames(t.stats) {

@@ -18,15 +18,20 @@ import (
 // readAt places snapshots on the host's timeline at the middle of their
 // reading, on the guest's clock (results.GuestClock).
 func readAt(samples []sampleRec) func(*sampleRec) float64 {
-	c := results.NewGuestClock(len(samples), func(i int) (float64, float64, float64) {
-		return samples[i].Host, samples[i].Data.T, samples[i].Data.Took
-	})
+	c := guestClock(samples)
 	return func(s *sampleRec) float64 {
 		if s.Data.T <= 0 {
 			return s.Host
 		}
 		return c.At(s.Host, s.Data.T+s.Data.Took/2)
 	}
+}
+
+// guestClock learns the guest clock's offset from the snapshots.
+func guestClock(samples []sampleRec) results.GuestClock {
+	return results.NewGuestClock(len(samples), func(i int) (float64, float64, float64) {
+		return samples[i].Host, samples[i].Data.T, samples[i].Data.Took
+	})
 }
 
 // pollsEvery is the napi_polls period: fine enough that every windowed
