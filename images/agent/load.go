@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -136,6 +138,11 @@ func (a *agent) startLoad(s wire.Load) error {
 	}
 	go func() {
 		<-ctx.Done()
+		if s.Kind == wire.LoadUDPSink {
+			// The sink drains its socket and closes it (sink).
+			conns[0].SetReadDeadline(time.Now())
+			return
+		}
 		for _, c := range conns {
 			c.Close()
 		}
@@ -215,6 +222,7 @@ func (l *load) sink(ctx context.Context, c *net.UDPConn) {
 	for i := range msgs {
 		msgs[i].Buffers = [][]byte{make([]byte, 2048)}
 	}
+	defer c.Close()
 	for ctx.Err() == nil {
 		n, err := pc.ReadBatch(msgs, 0)
 		if err != nil {
@@ -224,6 +232,33 @@ func (l *load) sink(ctx context.Context, c *net.UDPConn) {
 			continue
 		}
 		l.count(n)
+	}
+	l.drain(pc, msgs)
+}
+
+// drainIdle and drainMax bound a stopped sink's last reads: it reads what
+// its socket holds until nothing came for drainIdle (or drainMax passed),
+// so that Received counts every datagram the kernel queued before the
+// stop; what arrives after the close, the kernel counts (Udp NoPorts).
+const (
+	drainIdle = 20 * time.Millisecond
+	drainMax  = time.Second
+)
+
+func (l *load) drain(pc *ipv4.PacketConn, msgs []ipv4.Message) {
+	end := time.Now().Add(drainMax)
+	for time.Now().Before(end) {
+		// The stop's own deadline (now) may still land after this one:
+		// only a read that waited drainIdle ends the drain.
+		begin := time.Now()
+		pc.SetReadDeadline(begin.Add(drainIdle))
+		n, err := pc.ReadBatch(msgs, 0)
+		if n > 0 {
+			l.count(n)
+		}
+		if err != nil && (time.Since(begin) >= drainIdle || !errors.Is(err, os.ErrDeadlineExceeded)) {
+			return
+		}
 	}
 }
 

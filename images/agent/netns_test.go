@@ -2,6 +2,8 @@ package agent
 
 import (
 	"errors"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -47,4 +49,48 @@ func testAgent(t *testing.T) *agent {
 	a := newAgent()
 	a.ns.byName["t"] = h
 	return a
+}
+
+// A namespace's /proc/net files are its own: /proc/net follows the main
+// thread, not the thread that entered the namespace.
+func TestProcNetInNetns(t *testing.T) {
+	a := testAgent(t)
+	if got, want := a.ns.path("t", "/proc/net/dev"), "/proc/thread-self/net/dev"; got != want {
+		t.Errorf("path of /proc/net/dev in netns t = %s, want %s", got, want)
+	}
+	// Read on several threads at once: the main thread alone would pass.
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			in, err := a.read("nsfile:t:/proc/net/dev")
+			if err != nil {
+				t.Error(err)
+			} else if !strings.Contains(in, "va:") || !strings.Contains(in, "vb:") {
+				t.Errorf("/proc/net/dev of netns t lacks va and vb:\n%s", in)
+			}
+		})
+	}
+	wg.Wait()
+	root, err := a.read("netdev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(root, "va:") {
+		t.Errorf("the root's /proc/net/dev lists netns t's va:\n%s", root)
+	}
+}
+
+// The ethtool source reads a device's ethtool -S counters in its netns.
+func TestEthtoolSource(t *testing.T) {
+	a := testAgent(t)
+	got, err := a.read("ethtool:t:va")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "peer_ifindex ") {
+		t.Errorf("ethtool -S va lacks veth's peer_ifindex:\n%s", got)
+	}
+	if _, err := a.read("ethtool::va"); err == nil {
+		t.Error("va read in the root namespace, where it is not")
+	}
 }

@@ -4,8 +4,10 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -152,8 +154,9 @@ func (n *namespaces) path(name, p string) string {
 	if (name != "" || n.own("")) && strings.HasPrefix(p, "/sys/") {
 		return n.sysRoot(name) + p[len("/sys"):]
 	}
-	// /proc/net is the main thread's namespace: not the agent's own root.
-	if name == "" && n.own("") && strings.HasPrefix(p, "/proc/net/") {
+	// /proc/net is the main thread's namespace, not the one this thread
+	// entered (nor the agent's own root).
+	if (name != "" || n.own("")) && strings.HasPrefix(p, "/proc/net/") {
 		return "/proc/thread-self/net/" + p[len("/proc/net/"):]
 	}
 	return p
@@ -232,6 +235,31 @@ func (n *namespaces) feature(ns, dev, feature string, on bool) error {
 		}
 		return nil
 	})
+}
+
+// ethtoolStats reads a device's ethtool -S counters, "name value" lines
+// sorted by name.
+func (n *namespaces) ethtoolStats(ns, dev string) (string, error) {
+	var st map[string]uint64
+	err := n.in(ns, func() error {
+		e, err := ethtool.NewEthtool()
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		if st, err = e.Stats(dev); err != nil {
+			return fmt.Errorf("ethtool -S %s: %w", dev, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	lines := make([]string, 0, len(st))
+	for _, k := range slices.Sorted(maps.Keys(st)) {
+		lines = append(lines, fmt.Sprintf("%s %d", k, st[k]))
+	}
+	return strings.Join(lines, "\n"), nil
 }
 
 // channels sets the combined channel count (ethtool -L).

@@ -66,6 +66,12 @@ func (a *agent) read(src string) (string, error) {
 	case strings.HasPrefix(src, wire.PrefixFile):
 		b, err := os.ReadFile(strings.TrimPrefix(src, wire.PrefixFile))
 		return string(b), err
+	case strings.HasPrefix(src, wire.PrefixEthtool):
+		ns, dev, ok := strings.Cut(strings.TrimPrefix(src, wire.PrefixEthtool), ":")
+		if !ok {
+			return "", fmt.Errorf("want ethtool:<netns>:<dev>")
+		}
+		return a.ns.ethtoolStats(ns, dev)
 	case strings.HasPrefix(src, wire.PrefixNsFile):
 		ns, path, ok := strings.Cut(strings.TrimPrefix(src, wire.PrefixNsFile), ":")
 		if !ok {

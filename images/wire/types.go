@@ -267,6 +267,7 @@ const (
 	PrefixQdisc     = "qdisc:"   // qdisc:<netns> -> the qdiscs of that namespace
 	SourceNAPI      = "napi"     // the root namespace's NAPIs (netdev napi-get) -> one line each (below)
 	PrefixNAPI      = "napi:"    // napi:<netns> -> the NAPIs of that namespace
+	PrefixEthtool   = "ethtool:" // ethtool:<netns>:<dev> -> "name value" lines of ethtool -S ("" netns: the root)
 )
 
 // A napi source has one line per NAPI: the device, the NAPI's name (rx-<queue>
