@@ -32,14 +32,15 @@ time from the change to the end of the first window the receiver busy polled in.
 func judgeRuns(w io.Writer, dirs []string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tKERNEL\tINVARIANT\tJUDGED\tBROKEN\tSETTLING\tMAX LAG\tGRACE")
-	var bad []string
+	var bad, accounts []string
 	for _, dir := range dirs {
 		r, samples, err := results.LoadRun(dir)
 		if err != nil {
 			bad = append(bad, err.Error()) // a run still going has no result.json yet: judge the others
 			continue
 		}
-		for _, o := range model.Check(model.KernelOf(r.Kernel.Release), r.Knobs, model.Reads(samples), r.Loads, model.Rules) {
+		for _, o := range model.Check(model.Record{Kernel: model.KernelOf(r.Kernel.Release), Knobs: r.Knobs,
+			Snaps: model.Reads(samples), Loads: r.Loads, Totals: model.TotalsOf(samples)}, model.Rules) {
 			lag := "-"
 			if len(o.Lags) > 0 {
 				lag = fmt.Sprintf("%.2fs", slices.Max(o.Lags))
@@ -50,10 +51,20 @@ func judgeRuns(w io.Writer, dirs []string) error {
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%.2fs\n", dir, kernelName(r.Kernel), o.Rule.Name,
 				judged, len(o.Broken), o.Settling, lag, o.Rule.Grace)
+			// Conservation's accounts, judged or broken: where the drops were counted.
+			for _, t := range o.Tallies {
+				accounts = append(accounts, dir+": "+t.Describe())
+			}
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(accounts) > 0 {
+		fmt.Fprintln(w, "\nudp-conserved, each namespace's account:")
+		for _, a := range accounts {
+			fmt.Fprintln(w, "  "+a)
+		}
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("%d of %d folders not judged: %s", len(bad), len(dirs), strings.Join(bad, "; "))

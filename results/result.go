@@ -242,6 +242,9 @@ type Knob struct {
 	Value   string `json:"value"` // threaded: 0, 1, disabled, enabled, busy-poll; link: up, down; GRO on, off; XDP attach, detach; busy-poller on, off; rps: a mask; rfs: a count
 	// Failed says the action returned an error: what it left is unknown.
 	Failed bool `json:"failed,omitempty"`
+	// NIC says Dev is one of the guest's virtio-net NICs (topology nics),
+	// not a veth.
+	NIC bool `json:"nic,omitempty"`
 }
 
 // Knob kinds.
@@ -328,6 +331,14 @@ type Load struct {
 	Netns       string   `json:"netns,omitempty"`
 	Sending     []uint64 `json:"sending,omitempty"`
 	SendingFrom float64  `json:"sending_from,omitempty"`
+	// Kind is the load's kind (udp, tcp, rr, xsk), set only when both
+	// counts are known (the sink's and the sender's); FromNetns is the
+	// sender's namespace, FromHost says the runner sent through a tap: the
+	// conservation invariant reads where each packet may have been
+	// dropped from them.
+	Kind      string `json:"kind,omitempty"`
+	FromNetns string `json:"from_netns,omitempty"`
+	FromHost  bool   `json:"from_host,omitempty"`
 }
 
 // Latency is a request/response load's latency in microseconds.

@@ -118,6 +118,10 @@ func ReadRegular(path string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
+// MetricsGroup is the sampler group of the snapshots taken before and
+// after the timeline.
+const MetricsGroup = "metrics"
+
 // SampleLine is one line of a run's samples.jsonl: one snapshot taken for a
 // sampler group.
 type SampleLine struct {

@@ -38,6 +38,10 @@ func (t *timeline) loadResults() []results.Load {
 		sl := t.s.Loads[name]
 		if sl != nil {
 			l.Dev, l.Netns = sl.ArrivesOn()
+			l.FromNetns, l.FromHost = sl.From.Netns, sl.From.Host
+			if lr.sink != nil {
+				l.Kind = sl.Kind
+			}
 		}
 		switch {
 		case sl == nil || !sl.Datagrams():

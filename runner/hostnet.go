@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strings"
 
 	"napilab/kernels/sandbox"
 
@@ -151,6 +152,37 @@ func inNewNetns(fn func(netns.NsHandle) error) error {
 // in runs fn inside the runner's namespace.
 func (h *hostNet) in(fn func() error) error {
 	return onThread(func() error { return netns.Set(h.ns) }, fn)
+}
+
+// counters reads what the taps dropped on the host's side: a line per tap,
+// "<tap> tx_dropped N qdisc_drops M" (a full tun ring; its root qdiscs).
+func (h *hostNet) counters() (string, error) {
+	var lines []string
+	err := h.in(func() error {
+		for _, t := range h.taps {
+			l, err := netlink.LinkByName(t.Name)
+			if err != nil {
+				return err
+			}
+			var tx uint64
+			if st := l.Attrs().Statistics; st != nil {
+				tx = st.TxDropped
+			}
+			qs, err := netlink.QdiscList(l)
+			if err != nil {
+				return err
+			}
+			var drops uint64
+			for _, q := range qs {
+				if a := q.Attrs(); a.Parent == netlink.HANDLE_ROOT && a.Statistics != nil && a.Statistics.Queue != nil {
+					drops += uint64(a.Statistics.Queue.Drops)
+				}
+			}
+			lines = append(lines, fmt.Sprintf("%s tx_dropped %d qdisc_drops %d", t.Name, tx, drops))
+		}
+		return nil
+	})
+	return strings.Join(lines, "\n"), err
 }
 
 func (t *tap) close() error {

@@ -34,22 +34,24 @@ func (t *timeline) knobs() []results.Knob {
 			}
 		}
 	}
+	for i := range out {
+		out[i].NIC = t.s.IsNIC(out[i].Netns, out[i].Dev)
+	}
 	out = append(out, t.s.NetifRx()...)
 	slices.SortStableFunc(out, func(a, b results.Knob) int { return cmp.Compare(a.Start, b.Start) })
 	return out
 }
 
-// pollReads returns the timeline's napi_polls snapshots as model.Reads
-// places them.
-func (t *timeline) pollReads() []model.Snapshot {
+// sampleLines returns the timeline's samples as samples.jsonl holds them.
+func (t *timeline) sampleLines() []results.SampleLine {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	lines := make([]results.SampleLine, 0, len(t.samples))
 	for _, s := range t.samples {
 		lines = append(lines, results.SampleLine{Group: s.Group, Host: s.Host,
 			Sample: results.SampleSnapshot{T: s.Data.T, Took: s.Data.Took, Values: s.Data.Values}})
 	}
-	t.mu.Unlock()
-	return model.Reads(lines)
+	return lines
 }
 
 // invariants checks the run against the model's rules the scenario did not
@@ -67,7 +69,10 @@ func (t *timeline) invariants(release string, knobs []results.Knob, loads []resu
 		rules = append(rules, r)
 	}
 	judged := map[string]bool{}
-	for _, o := range model.Check(model.KernelOf(release), knobs, t.pollReads(), loads, rules) {
+	lines := t.sampleLines()
+	rec := model.Record{Kernel: model.KernelOf(release), Knobs: knobs, Snaps: model.Reads(lines), Loads: loads,
+		Totals: model.TotalsOf(lines)}
+	for _, o := range model.Check(rec, rules) {
 		a := o.Assert()
 		judged[a.Name] = !a.Unmeasured
 		out = append(out, a)

@@ -65,8 +65,8 @@ func TestKnobsFromIterations(t *testing.T) {
 	if k.Kind != results.KnobThreaded || k.Dev != "eth0" || k.Value != "1" || k.Start != 1 || k.Done != 1.02 || k.Failed || k.Line == 0 {
 		t.Errorf("first knob %+v", k)
 	}
-	if !knobs[1].Failed || knobs[2].Kind != results.KnobLink || knobs[2].Value != "down" {
-		t.Errorf("knobs %+v", knobs)
+	if !knobs[1].Failed || knobs[2].Kind != results.KnobLink || knobs[2].Value != "down" || !knobs[2].NIC {
+		t.Errorf("knobs %+v (eth0 is the topology's NIC)", knobs)
 	}
 	// Writes of other files set no knob.
 	for _, p := range []string{"/sys/class/net/eth0/gro_flush_timeout", "/sys/class/net/../threaded",
@@ -218,10 +218,25 @@ func TestRequiredInvariants(t *testing.T) {
 // guest clock the snapshots teach.
 func TestLoadsFeedLiveness(t *testing.T) {
 	tl := knobTimeline(t, 1)
-	tl.stats["nic-udp"] = &loadResult{sent: 30, sending: []uint64{10, 10, 10}, sendingFrom: 1.5}
+	tl.stats["nic-udp"] = &loadResult{sent: 30, sending: []uint64{10, 10, 10}, sendingFrom: 1.5, sink: &wire.LoadStats{Packets: 30}}
 	ls := tl.loadResults()
 	if len(ls) != 1 || ls[0].Dev != "eth0" || ls[0].SendingFrom != 1.5 || len(ls[0].Sending) != 3 {
 		t.Fatalf("host sender: %+v", ls)
+	}
+	// Conservation reads where it went: a udp load from the host, both
+	// counts known.
+	if ls[0].Kind != "udp" || !ls[0].FromHost {
+		t.Errorf("host sender's kind %q, from host %v", ls[0].Kind, ls[0].FromHost)
+	}
+	tl.stats["nic-udp"] = &loadResult{sent: 30} // the sink's stop failed
+	if ls := tl.loadResults(); ls[0].Kind != "" {
+		t.Errorf("kind %q without the sink's count: conservation would judge it", ls[0].Kind)
+	}
+	srcs := tl.metricSources()
+	for _, want := range []string{"snmp", "netdev", "ethtool::eth0", "softnet_stat", model.ArpSource} {
+		if !slices.Contains(srcs, want) {
+			t.Errorf("the metrics snapshots do not read %s: %v", want, srcs)
+		}
 	}
 	// A guest sender that started at guest uptime 51: 1s into the timeline
 	// (the snapshots read at host t+0.01 took 5 ms at guest time 50+t).

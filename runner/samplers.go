@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -14,12 +15,13 @@ import (
 	"napilab/images/wire"
 	"napilab/results"
 	"napilab/results/metrics"
+	"napilab/results/model"
 	"napilab/scenarios"
 )
 
 // metricsGroup names the snapshots taken before and after the timeline:
 // every source the assertions' metrics need, read together.
-const metricsGroup = "metrics"
+const metricsGroup = results.MetricsGroup
 
 // pollsGroup names the napi_polls snapshots taken during the timeline.
 const pollsGroup = "napi_polls"
@@ -54,7 +56,33 @@ func (t *timeline) metricSources() []string {
 			srcs = append(srcs, m.Source)
 		}
 	}
+	for _, src := range model.Sources(t.udpLoads()) {
+		if !slices.Contains(srcs, src) {
+			srcs = append(srcs, src)
+		}
+	}
 	return srcs
+}
+
+// udpLoads are the scenario's udp loads as the conservation invariant
+// sees them: where each arrives and where its sender is.
+func (t *timeline) udpLoads() []results.Load {
+	var out []results.Load
+	for _, name := range slices.Sorted(maps.Keys(t.s.Loads)) {
+		l := t.s.Loads[name]
+		if l.Kind != "udp" {
+			continue
+		}
+		r := results.Load{Name: name, Kind: l.Kind, FromNetns: l.From.Netns, FromHost: l.From.Host}
+		r.Dev, r.Netns = l.ArrivesOn()
+		out = append(out, r)
+	}
+	return out
+}
+
+// hostSends says a udp load's sender is the runner's injector.
+func (t *timeline) hostSends() bool {
+	return slices.ContainsFunc(t.udpLoads(), func(l results.Load) bool { return l.FromHost })
 }
 
 // samplerGroup is a set of sources read together every period.
@@ -114,6 +142,15 @@ func (t *timeline) snapshot(ctx context.Context, group string, sources []string)
 	sent := time.Since(t.start).Seconds()
 	if err := t.ctl.call(cctx, wire.OpSample, wire.SampleArgs{Sources: sources}, &s); err != nil {
 		return -1
+	}
+	if group == metricsGroup && t.host != nil && t.hostSends() {
+		// The host's side of the taps, read as the guest's counters were.
+		if s.Values == nil {
+			s.Values = map[string]string{}
+		}
+		if v, err := t.host.counters(); err == nil {
+			s.Values[model.HostTapsSource] = v
+		}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

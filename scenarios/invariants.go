@@ -97,6 +97,11 @@ func (s *Scenario) explainInvariants(w io.Writer) {
 	fmt.Fprintf(w, "  judged after the changes of: %s\n", strings.Join(on, ", "))
 }
 
+// IsNIC says dev in netns is one of the topology's virtio-net NICs.
+func (s *Scenario) IsNIC(netns, dev string) bool {
+	return netns == "" && slices.ContainsFunc(s.Topology.NICs, func(n *NIC) bool { return n.Name == dev })
+}
+
 // Knobs says which device state a step's repetitions set, if any: a write
 // of /sys/class/net/<dev>/threaded, a napi step setting threaded, a link,
 // GRO, XDP or channels step, an exec or kselftest step (unknown); an rps step (one knob per queue), a write of a queue's

@@ -38,6 +38,11 @@ type Rule struct {
 	// load sends to it (live.go): none may last longer than Within.
 	live   bool
 	Within float64
+	// conserve, when set, makes the rule judge each sink namespace's
+	// account of its udp loads (conserve.go): no more than Slack
+	// datagrams may vanish.
+	conserve bool
+	Slack    int64
 	// kernel, when set, says on which releases the rule holds; releases
 	// says it in words.
 	kernel   func(Kernel) bool
@@ -141,6 +146,22 @@ var Rules = []*Rule{
 		state:  "while a load sends to a device that is up, settled and polling",
 		live:   true,
 	},
+	{
+		Name: "udp-conserved",
+		Doc: "What a namespace's udp loads sent is received by their sinks or counted as dropped on the way: " +
+			"the kernel counts every datagram it drops there, in the sender's qdisc or veth (veth_xmit's " +
+			"priv->dropped, veth.c:352 [407]), waiting for a neighbour (unres_discards, neighbour.c:1237 [1239]), in a " +
+			"full backlog (enqueue_to_backlog's sd->dropped, dev.c:4842 [5081]), in the driver (virtio-net's and " +
+			"veth's per-queue drops, ethtool -S), in IP (Ip InDiscards, InHdrErrors, InAddrErrors) and in UDP " +
+			"(a full socket: RcvbufErrors within InErrors, udp.c:2161 [2143]; no socket: NoPorts, udp.c:2545 [2532]), and a " +
+			"NAPI hands on all it polled: napi_complete_done flushes GRO and the listified batch " +
+			"(gro_normal_list, dev.c:6213 [6448]). Judged per sink namespace over the counters read before and " +
+			"after the timeline (the sinks read their sockets empty before they close), where no link, GRO, " +
+			"XDP or channels change, exec or kselftest step ran on the way while the loads sent: a veth that " +
+			"goes down or loses its NAPI frees its ring without counting (veth_napi_del's ptr_ring_cleanup).",
+		state:    "for every namespace udp loads end in",
+		conserve: true,
+	},
 }
 
 // RuleNamed returns the invariant called name, or nil.
@@ -198,6 +219,9 @@ type Window struct {
 	// liveness rule, from SentFrom on.
 	Sent     uint64
 	SentFrom float64
+	// Tally is a namespace's account that broke the conservation rule
+	// (NAPI.Dev names the namespace).
+	Tally *Tally
 }
 
 // Outcome is what a rule found in a run.
@@ -218,12 +242,27 @@ type Outcome struct {
 	// Phases are the device phases a rule with reaches judged (Judged
 	// and NAPIs then count windows and devices).
 	Phases int
+	// Tallies are the accounts of every namespace the conservation rule
+	// judged: what vanished in them is its noise.
+	Tallies []Tally
 }
 
-// Check replays knobs over the snapshots and returns an outcome for every
-// rule whose state the run reached (a rule never exercised is left out).
-func Check(k Kernel, knobs []results.Knob, snaps []Snapshot, loads []results.Load, rules []*Rule) []Outcome {
-	rules = slices.DeleteFunc(slices.Clone(rules), func(r *Rule) bool { return r.kernel != nil && !r.kernel(k) })
+// Record is what a run recorded that the rules read.
+type Record struct {
+	Kernel Kernel
+	Knobs  []results.Knob
+	Snaps  []Snapshot
+	Loads  []results.Load
+	// Totals are the counters read before and after the timeline.
+	Totals Totals
+}
+
+// Check replays the record's knobs over its snapshots and returns an
+// outcome for every rule whose state the run reached (a rule never
+// exercised is left out).
+func Check(rec Record, rules []*Rule) []Outcome {
+	knobs, snaps, loads := rec.Knobs, rec.Snaps, rec.Loads
+	rules = slices.DeleteFunc(slices.Clone(rules), func(r *Rule) bool { return r.kernel != nil && !r.kernel(rec.Kernel) })
 	outs := make([]Outcome, len(rules))
 	judged := make([]map[NAPI]bool, len(rules))
 	for i, r := range rules {
@@ -237,6 +276,8 @@ func Check(k Kernel, knobs []results.Knob, snaps []Snapshot, loads []results.Loa
 			outs[i] = checkRPS(r, knobs, snaps)
 		case r.live:
 			outs[i] = checkLive(r, knobs, snaps, loads)
+		case r.conserve:
+			outs[i] = checkConserve(r, knobs, loads, rec.Totals)
 		}
 	}
 	for i := 1; i < len(snaps); i++ {
@@ -246,7 +287,7 @@ func Check(k Kernel, knobs []results.Knob, snaps []Snapshot, loads []results.Loa
 			st, ok := stateIn(knobs, n, from, to)
 			for ri, r := range rules {
 				o := &outs[ri]
-				if r.reaches != "" || r.kthreads || r.rps || r.live || !r.applies(st) {
+				if r.reaches != "" || r.kthreads || r.rps || r.live || r.conserve || !r.applies(st) {
 					continue
 				}
 				if !ok {
@@ -306,6 +347,8 @@ func (o Outcome) Unit() string {
 		return "phases"
 	case o.Rule.kthreads:
 		return "thread lists"
+	case o.Rule.conserve:
+		return "namespaces"
 	}
 	return "windows"
 }
@@ -317,6 +360,13 @@ func (o Outcome) Assert() results.Assert {
 	r := o.Rule
 	a := results.Assert{Name: r.Name, Kind: results.KindInvariant, Passed: len(o.Broken) == 0, Bound: r.Bound()}
 	switch {
+	case r.conserve && o.Judged == 0:
+		a.Unmeasured = true
+		a.Measured = fmt.Sprintf("not measured: %d namespaces, each with a change on the way while its loads sent or a counter not read", o.Unsure)
+	case len(o.Broken) > 0 && r.conserve:
+		a.Measured = fmt.Sprintf("%d of %d namespaces lost datagrams no counter counted", len(o.Broken), o.Judged)
+	case r.conserve:
+		a.Measured = fmt.Sprintf("held in %d namespaces, at most %d datagrams unaccounted", o.Judged, o.maxVanished())
 	case o.Judged == 0:
 		a.Unmeasured = true
 		a.Measured = fmt.Sprintf("not measured: %d windows in that state, each with a change under way", o.Unsure)
@@ -367,6 +417,8 @@ func (r *Rule) Bound() string {
 	case r.live:
 		return fmt.Sprintf("no silence of a device's RX NAPIs longer than %.2fs while a load sends to it, up, settled and polling%s",
 			r.Within, graceWords(r.Grace))
+	case r.conserve:
+		return fmt.Sprintf("a namespace's udp datagrams are received or counted as dropped, at most %d vanish (judged where nothing on their way changed while they were sent)", r.Slack)
 	case r.rps:
 		return fmt.Sprintf("no RPS IPI (nor, where every backlog feeder is masked, backlog packet) on a CPU outside the masks %s%s",
 			r.state, graceWords(r.Grace))
@@ -393,6 +445,8 @@ func (w Window) describe() string {
 		return w.describeRPS()
 	case w.Sent > 0:
 		return w.describeLive()
+	case w.Tally != nil:
+		return w.Tally.Describe()
 	}
 	var parts []string
 	for _, ctx := range slices.Sorted(maps.Keys(w.Polls)) {

@@ -49,7 +49,7 @@ func TestSoftirqNoKthread(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := threadSnaps(3, func(x float64) bool { return x > 0.12 && x < tc.until })
 			var o *Outcome
-			for _, out := range Check(tc.kernel, knobs, s, nil, rules) {
+			for _, out := range Check(Record{Kernel: tc.kernel, Knobs: knobs, Snaps: s}, rules) {
 				if out.Rule.Name == "softirq-no-kthread" {
 					o = &out
 				}
@@ -76,7 +76,7 @@ func TestSoftirqNoKthreadNeedsTheList(t *testing.T) {
 	// Runs recorded before the thread list, or a list that failed: not judged.
 	knobs := []results.Knob{threaded(0.1, 0.12, "0")}
 	s := snaps(2, func(float64) []metrics.PollLine { return nil })
-	for _, o := range Check(Kernel{7, 3}, knobs, s, nil, rules) {
+	for _, o := range Check(Record{Kernel: Kernel{7, 3}, Knobs: knobs, Snaps: s}, rules) {
 		if o.Rule.Name == "softirq-no-kthread" {
 			t.Fatalf("judged without a thread list: %+v", o)
 		}
@@ -85,7 +85,7 @@ func TestSoftirqNoKthreadNeedsTheList(t *testing.T) {
 	q := 0
 	k := threaded(0.1, 0.12, "disabled")
 	k.Queue = &q
-	for _, o := range Check(Kernel{7, 3}, []results.Knob{k}, threadSnaps(2, func(float64) bool { return true }), nil, rules) {
+	for _, o := range Check(Record{Kernel: Kernel{7, 3}, Knobs: []results.Knob{k}, Snaps: threadSnaps(2, func(float64) bool { return true })}, rules) {
 		if o.Rule.Name == "softirq-no-kthread" {
 			t.Fatalf("judged after a per-queue change: %+v", o)
 		}

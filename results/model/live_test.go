@@ -48,7 +48,7 @@ func link(start, done float64, v string) results.Knob {
 
 func live(t *testing.T, knobs []results.Knob, s []Snapshot, loads []results.Load) Outcome {
 	t.Helper()
-	return outcome(t, Check(Kernel{}, knobs, s, loads, rules), "rx-live")
+	return outcome(t, Check(Record{Kernel: Kernel{}, Knobs: knobs, Snaps: s, Loads: loads}, rules), "rx-live")
 }
 
 func TestRxLive(t *testing.T) {
@@ -141,12 +141,12 @@ func TestRxLiveAmbiguous(t *testing.T) {
 	s := vrxSnaps(6, func(t float64) bool { return t < 2 }, nil)
 	other := sending(6, nil)
 	other.Netns = "peer"
-	if outs := Check(Kernel{}, nil, s, []results.Load{sending(6, nil), other}, rules); len(outs) != 0 {
+	if outs := Check(Record{Kernel: Kernel{}, Knobs: nil, Snaps: s, Loads: []results.Load{sending(6, nil), other}}, rules); len(outs) != 0 {
 		t.Errorf("judged %+v", outs)
 	}
 	blind := sending(6, nil)
 	blind.Sending = nil
-	if outs := Check(Kernel{}, nil, s, []results.Load{blind}, rules); len(outs) != 0 {
+	if outs := Check(Record{Kernel: Kernel{}, Knobs: nil, Snaps: s, Loads: []results.Load{blind}}, rules); len(outs) != 0 {
 		t.Errorf("judged %+v", outs)
 	}
 }

@@ -83,7 +83,7 @@ func TestThreadedNotSoftirq(t *testing.T) {
 			s := snaps(3, func(x float64) []metrics.PollLine {
 				return []metrics.PollLine{line("eth0", "rx-0", "softirq", 0, soft(x)), line("eth0", "rx-0", "kthread", 1, kth(x))}
 			})
-			o := outcome(t, Check(Kernel{}, knobs, s, nil, rules), "threaded-not-softirq")
+			o := outcome(t, Check(Record{Kernel: Kernel{}, Knobs: knobs, Snaps: s}, rules), "threaded-not-softirq")
 			if len(o.Broken) != tc.broken || (o.Settling > 0) != tc.settling || o.NAPIs != 1 || o.Judged == 0 {
 				t.Fatalf("broken %d settling %d napis %d judged %d, want broken %d settling %v", len(o.Broken), o.Settling, o.NAPIs, o.Judged, tc.broken, tc.settling)
 			}
@@ -95,7 +95,7 @@ func TestThreadedNotSoftirq(t *testing.T) {
 				t.Errorf("detail %q", a.Detail)
 			}
 			// Softirq polls while threaded=0 (before the knob) are allowed.
-			if so := outcome(t, Check(Kernel{}, knobs, s, nil, rules), "threaded-not-softirq"); so.Broken != nil && so.Broken[0].From < 1 {
+			if so := outcome(t, Check(Record{Kernel: Kernel{}, Knobs: knobs, Snaps: s}, rules), "threaded-not-softirq"); so.Broken != nil && so.Broken[0].From < 1 {
 				t.Errorf("a window before the change was judged: %+v", so.Broken[0])
 			}
 		})
@@ -112,7 +112,7 @@ func TestSoftirqNotKthreadPerNAPI(t *testing.T) {
 	s := snaps(3, func(x float64) []metrics.PollLine {
 		return []metrics.PollLine{line("eth0", "rx-0", "kthread", 0, kth(x)), line("eth0", "rx-1", "kthread", 1, kth(x)), line("eth0", "tx@ffff", "kthread", 1, kth(x))}
 	})
-	o := outcome(t, Check(Kernel{}, knobs, s, nil, rules), "softirq-not-kthread")
+	o := outcome(t, Check(Record{Kernel: Kernel{}, Knobs: knobs, Snaps: s}, rules), "softirq-not-kthread")
 	if len(o.Broken) == 0 || o.NAPIs != 1 {
 		t.Fatalf("want rx-1 broken, alone judged: %+v", o)
 	}
@@ -142,7 +142,7 @@ func TestDownNotPolled(t *testing.T) {
 			s := snaps(3, func(x float64) []metrics.PollLine {
 				return []metrics.PollLine{line("eth0", "rx-0", "busypoll", 0, c(x)), line("vrx", "rx-0", "softirq", 0, c(x))}
 			})
-			o := outcome(t, Check(Kernel{}, knobs, s, nil, rules), "down-not-polled")
+			o := outcome(t, Check(Record{Kernel: Kernel{}, Knobs: knobs, Snaps: s}, rules), "down-not-polled")
 			if (len(o.Broken) > 0) != tc.broken || o.NAPIs != 1 {
 				t.Fatalf("%+v", o)
 			}
@@ -160,7 +160,7 @@ func TestUnsettledIsNotMeasured(t *testing.T) {
 	s := snaps(3, func(x float64) []metrics.PollLine {
 		return []metrics.PollLine{line("eth0", "rx-0", "softirq", 0, c(x)), line("eth0", "rx-0", "kthread", 0, c(x))}
 	})
-	for _, o := range Check(Kernel{}, knobs, s, nil, rules) {
+	for _, o := range Check(Record{Kernel: Kernel{}, Knobs: knobs, Snaps: s}, rules) {
 		if o.Judged != 0 || o.Unsure == 0 {
 			t.Fatalf("%s: judged %d unsure %d", o.Rule.Name, o.Judged, o.Unsure)
 		}
@@ -175,13 +175,13 @@ func TestNotExercisedLeftOut(t *testing.T) {
 	s := snaps(1, func(x float64) []metrics.PollLine {
 		return []metrics.PollLine{line("eth0", "rx-0", "softirq", 0, c(x))}
 	})
-	if outs := Check(Kernel{}, nil, s, nil, rules); len(outs) != 0 {
+	if outs := Check(Record{Kernel: Kernel{}, Knobs: nil, Snaps: s}, rules); len(outs) != 0 {
 		t.Fatalf("no knob turned, yet %d outcomes", len(outs))
 	}
 	// A refused change leaves the mode unknown: not judged either.
 	k := threaded(0.1, 0.2, "1")
 	k.Failed = true
-	if outs := Check(Kernel{}, []results.Knob{k}, s, nil, rules); len(outs) != 0 {
+	if outs := Check(Record{Kernel: Kernel{}, Knobs: []results.Knob{k}, Snaps: s}, rules); len(outs) != 0 {
 		t.Fatalf("a refused change was judged: %+v", outs)
 	}
 }
@@ -191,7 +191,7 @@ func TestLostEntryIsNoPoll(t *testing.T) {
 	knobs := []results.Knob{threaded(0, 0.01, "1")}
 	s := []Snapshot{{From: 1, To: 1, Lines: []metrics.PollLine{line("eth0", "rx-0", "softirq", 0, 50)}},
 		{From: 1.2, To: 1.2, Lines: []metrics.PollLine{line("eth0", "rx-0", "softirq", 0, 3)}}}
-	if o := outcome(t, Check(Kernel{}, knobs, s, nil, rules), "threaded-not-softirq"); len(o.Broken) != 0 || o.Judged != 1 {
+	if o := outcome(t, Check(Record{Kernel: Kernel{}, Knobs: knobs, Snaps: s}, rules), "threaded-not-softirq"); len(o.Broken) != 0 || o.Judged != 1 {
 		t.Fatalf("%+v", o)
 	}
 }
@@ -216,7 +216,7 @@ func TestNAPIsAnewRestartTheGrace(t *testing.T) {
 	s := snaps(4, func(x float64) []metrics.PollLine {
 		return []metrics.PollLine{line("eth0", "rx-0", "softirq", 0, soft(x))}
 	})
-	o := outcome(t, Check(Kernel{}, knobs, s, nil, rules), "threaded-not-softirq")
+	o := outcome(t, Check(Record{Kernel: Kernel{}, Knobs: knobs, Snaps: s}, rules), "threaded-not-softirq")
 	if o.Settling == 0 || len(o.Broken) == 0 || o.Broken[0].From < 3.3 {
 		t.Fatalf("%+v", o)
 	}
@@ -257,13 +257,13 @@ func TestNAPISetSkipsUnknownNAPIs(t *testing.T) {
 	s := snaps(3, func(x float64) []metrics.PollLine {
 		return []metrics.PollLine{line("eth0", "tx@5b12c0", "ksoftirqd", 0, soft(x)), line("eth0", "rx-0", "kthread", 1, soft(x))}
 	})
-	o := outcome(t, Check(Kernel{7, 3}, []results.Knob{k}, s, nil, rules), "threaded-not-softirq")
+	o := outcome(t, Check(Record{Kernel: Kernel{7, 3}, Knobs: []results.Knob{k}, Snaps: s}, rules), "threaded-not-softirq")
 	if len(o.Broken) != 0 || o.NAPIs != 1 {
 		t.Fatalf("%+v", o)
 	}
 	// Through sysfs threaded the same softirq polls break it.
 	k.NAPISet = false
-	if o := outcome(t, Check(Kernel{7, 3}, []results.Knob{k}, s, nil, rules), "threaded-not-softirq"); len(o.Broken) == 0 {
+	if o := outcome(t, Check(Record{Kernel: Kernel{7, 3}, Knobs: []results.Knob{k}, Snaps: s}, rules), "threaded-not-softirq"); len(o.Broken) == 0 {
 		t.Fatalf("%+v", o)
 	}
 }

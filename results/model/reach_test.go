@@ -43,7 +43,7 @@ func TestBusyPollReaches(t *testing.T) {
 				return []metrics.PollLine{pkts("rx-0", "kthread", 0, always(min(x, 2.5))), pkts("rx-0", "softirq", 0, always(max(x, 2.5))-always(2.5)),
 					line("eth0", "rx-1", "busypoll", 1, busy(x))}
 			})
-			o := outcome(t, Check(Kernel{}, knobs, s, nil, rules), "busy-poll-reaches")
+			o := outcome(t, Check(Record{Kernel: Kernel{}, Knobs: knobs, Snaps: s}, rules), "busy-poll-reaches")
 			if o.Phases != 2 || o.NAPIs != 1 {
 				t.Fatalf("phases %d devices %d, want 2 and 1", o.Phases, o.NAPIs)
 			}
@@ -71,12 +71,12 @@ func TestBusyPollReachesNeedsItsReceiver(t *testing.T) {
 		return []metrics.PollLine{pkts("rx-0", "kthread", 0, always(x))}
 	})
 	// No busy-polling receiver: the rule never applies.
-	if outs := Check(Kernel{}, []results.Knob{threaded(0.1, 0.12, "1")}, s, nil, rules); len(outs) != 1 || outs[0].Rule.Name != "threaded-not-softirq" {
+	if outs := Check(Record{Kernel: Kernel{}, Knobs: []results.Knob{threaded(0.1, 0.12, "1")}, Snaps: s}, rules); len(outs) != 1 || outs[0].Rule.Name != "threaded-not-softirq" {
 		t.Fatalf("%+v", outs)
 	}
 	// Threaded busy-poll mode: the kthread keeps SCHED, so no busy polls are owed.
 	knobs := []results.Knob{threaded(0.1, 0.12, "busy-poll"), busyPoller(0.2, results.BusyPollerOn)}
-	for _, o := range Check(Kernel{}, knobs, s, nil, rules) {
+	for _, o := range Check(Record{Kernel: Kernel{}, Knobs: knobs, Snaps: s}, rules) {
 		if o.Rule.Name == "busy-poll-reaches" {
 			t.Fatalf("judged in threaded busy-poll mode: %+v", o)
 		}
@@ -86,7 +86,7 @@ func TestBusyPollReachesNeedsItsReceiver(t *testing.T) {
 	quiet := snaps(3, func(x float64) []metrics.PollLine {
 		return []metrics.PollLine{line("eth0", "rx-0", "kthread", 0, always(x))}
 	})
-	for _, o := range Check(Kernel{}, knobs, quiet, nil, rules) {
+	for _, o := range Check(Record{Kernel: Kernel{}, Knobs: knobs, Snaps: quiet}, rules) {
 		if o.Rule.Name == "busy-poll-reaches" {
 			t.Fatalf("judged without packets: %+v", o)
 		}
@@ -98,7 +98,7 @@ func TestBusyPollReachesGrace(t *testing.T) {
 	always := counter(func(float64) bool { return true })
 	knobs := []results.Knob{threaded(0.1, 0.12, "1"), busyPoller(0.15, results.BusyPollerOn), threaded(0.7, 0.72, "0")}
 	s := snaps(1.2, func(x float64) []metrics.PollLine { return []metrics.PollLine{pkts("rx-0", "kthread", 0, always(x))} })
-	o := outcome(t, Check(Kernel{}, knobs[:3], s[:4], nil, rules), "busy-poll-reaches")
+	o := outcome(t, Check(Record{Kernel: Kernel{}, Knobs: knobs[:3], Snaps: s[:4]}, rules), "busy-poll-reaches")
 	if o.Phases != 0 || o.Settling == 0 || len(o.Broken) != 0 {
 		t.Fatalf("%+v", o)
 	}
@@ -126,7 +126,7 @@ func TestNonNAPIKnobsLeavePhases(t *testing.T) {
 		results.Knob{Start: 1.5, Done: 1.51, Dev: "eth0", Queue: &q, Kind: results.KnobRPS, Value: "2"})
 	slices.SortStableFunc(more, func(a, b results.Knob) int { return cmp.Compare(a.Start, b.Start) })
 	for _, name := range []string{"busy-poll-reaches", "threaded-not-softirq"} {
-		a, b := outcome(t, Check(Kernel{}, knobs, s, nil, rules), name), outcome(t, Check(Kernel{}, more, s, nil, rules), name)
+		a, b := outcome(t, Check(Record{Kernel: Kernel{}, Knobs: knobs, Snaps: s}, rules), name), outcome(t, Check(Record{Kernel: Kernel{}, Knobs: more, Snaps: s}, rules), name)
 		if a.Phases != b.Phases || a.Judged != b.Judged || a.Unsure != b.Unsure || a.Settling != b.Settling {
 			t.Errorf("%s: %+v without the RPS knobs, %+v with them", name, a, b)
 		}

@@ -76,7 +76,7 @@ func TestRPSInMask(t *testing.T) {
 			grow(0, 1), grow(0, 1), false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			outs := Check(Kernel{6, 1}, tc.knobs, rpsSnaps(tc.ipis, tc.backlog), nil, rules)
+			outs := Check(Record{Kernel: Kernel{6, 1}, Knobs: tc.knobs, Snaps: rpsSnaps(tc.ipis, tc.backlog)}, rules)
 			var o *Outcome
 			for i := range outs {
 				if outs[i].Rule.Name == "rps-in-mask" {
