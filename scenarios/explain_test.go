@@ -126,6 +126,8 @@ func TestExplainShipped(t *testing.T) {
 		"permanent neighbour entries for each other",
 		"  - threaded-not-softirq: no softirq, ksoftirqd poll of a NAPI in threaded mode",
 		"judged after the changes of: vrx threaded (line 60), eth0 threaded (line 63), vrx threaded (line 69)",
+		"  rx-live on: eth0 (load nic-udp), vrx (load veth-udp)",
+		"  udp-conserved on the namespaces the udp loads nic-udp, veth-udp end in",
 	} {
 		if !strings.Contains(b.String(), w) {
 			t.Errorf("threaded-toggle-under-load plan lacks %q", w)
@@ -142,7 +144,7 @@ func TestExplainInvariantsOff(t *testing.T) {
 	}
 	var b strings.Builder
 	s.Explain(&b)
-	for _, w := range []string{"  - down-not-polled: off (the link is never down)", "none will be judged"} {
+	for _, w := range []string{"  - down-not-polled: off (the link is never down)", "the mode rules judge nothing"} {
 		if !strings.Contains(b.String(), w) {
 			t.Errorf("plan lacks %q:\n%s", w, b.String())
 		}

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -90,8 +91,25 @@ func (s *Scenario) explainInvariants(w io.Writer) {
 			on = append(on, fmt.Sprintf("%s %s%s (line %d)", k.Dev, what, inNetns(k.Netns), k.Line))
 		}
 	})
+	var feeds, udp []string
+	for _, name := range slices.Sorted(maps.Keys(s.Loads)) {
+		l := s.Loads[name]
+		dev, ns := l.ArrivesOn()
+		if l.Datagrams() {
+			feeds = append(feeds, fmt.Sprintf("%s%s (load %s)", dev, inNetns(ns), name))
+		}
+		if l.Kind == "udp" {
+			udp = append(udp, name)
+		}
+	}
+	if len(feeds) > 0 {
+		fmt.Fprintf(w, "  rx-live on: %s\n", strings.Join(slices.Compact(feeds), ", "))
+	}
+	if len(udp) > 0 {
+		fmt.Fprintf(w, "  udp-conserved on the namespaces the udp loads %s end in\n", strings.Join(udp, ", "))
+	}
 	if len(on) == 0 {
-		fmt.Fprintln(w, "  no step sets a NAPI's threaded mode, link, GRO or XDP or starts a busy-polling receiver: none will be judged")
+		fmt.Fprintln(w, "  no step sets a NAPI's threaded mode, link, GRO or XDP or starts a busy-polling receiver: the mode rules judge nothing")
 		return
 	}
 	fmt.Fprintf(w, "  judged after the changes of: %s\n", strings.Join(on, ", "))
