@@ -122,6 +122,10 @@ func ReadRegular(path string, limit int64) ([]byte, error) {
 // after the timeline.
 const MetricsGroup = "metrics"
 
+// SettleGroup is the sampler group of the reads after the last metrics
+// snapshot that wait until what the udp loads sent stopped arriving.
+const SettleGroup = "settle"
+
 // SampleLine is one line of a run's samples.jsonl: one snapshot taken for a
 // sampler group.
 type SampleLine struct {

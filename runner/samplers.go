@@ -80,6 +80,51 @@ func (t *timeline) udpLoads() []results.Load {
 	return out
 }
 
+// The settle reads follow the final metrics snapshot while packets the
+// udp loads sent still arrive (a slow guest behind a host flood: its ring
+// and the tap hold hundreds), so that conservation judges an end state.
+const (
+	settleEvery = 200 * time.Millisecond
+	settleReads = 15
+)
+
+// settle reads conservation's sources every settleEvery until nothing
+// arrived in the loads' namespaces between two reads, at most settleReads
+// times; the model judges only a settled end (model.Settled).
+func (t *timeline) settle(ctx context.Context) {
+	loads := t.udpLoads()
+	if len(loads) == 0 {
+		return
+	}
+	srcs := model.Sources(loads)
+	prev := t.lastValues()
+	for range settleReads {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(settleEvery):
+		}
+		if t.snapshot(ctx, results.SettleGroup, srcs) < 0 {
+			return
+		}
+		cur := t.lastValues()
+		if model.Settled(prev, cur, loads) {
+			return
+		}
+		prev = cur
+	}
+}
+
+// lastValues is the last sample's sources.
+func (t *timeline) lastValues() map[string]string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.samples) == 0 {
+		return nil
+	}
+	return t.samples[len(t.samples)-1].Data.Values
+}
+
 // hostSends says a udp load's sender is the runner's injector.
 func (t *timeline) hostSends() bool {
 	return slices.ContainsFunc(t.udpLoads(), func(l results.Load) bool { return l.FromHost })
@@ -143,7 +188,7 @@ func (t *timeline) snapshot(ctx context.Context, group string, sources []string)
 	if err := t.ctl.call(cctx, wire.OpSample, wire.SampleArgs{Sources: sources}, &s); err != nil {
 		return -1
 	}
-	if group == metricsGroup && t.host != nil && t.hostSends() {
+	if (group == metricsGroup || group == results.SettleGroup) && t.host != nil && t.hostSends() {
 		// The host's side of the taps, read as the guest's counters were.
 		if s.Values == nil {
 			s.Values = map[string]string{}

@@ -193,6 +193,9 @@ func (t *timeline) run(ctx context.Context) error {
 		// guest gets three step deadlines for it, as for the setup.
 		cctx, cancel := cleanupCtx(ctx, max(cleanupTimeout, 3*t.s.Defaults.Deadline.D()))
 		t.final = t.snapshot(cctx, metricsGroup, t.metricSources())
+		if t.final >= 0 {
+			t.settle(cctx)
+		}
 		cancel()
 	}
 	// The guest may be stuck: host senders stop here whatever happened.

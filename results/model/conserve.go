@@ -20,23 +20,48 @@ import (
 // exec or kselftest step) ran on the way while the loads sent.
 
 // Totals are the counters a run read before and after its timeline: the
-// metrics snapshots' sources, by key (nil: not read).
-type Totals struct{ Before, After map[string]string }
+// metrics snapshots' sources, by key (nil: not read). After is the last
+// read after the timeline (the final metrics snapshot, or the last of the
+// settle reads that follow it) and Prev the one before it: the end state
+// is the kernel's only where nothing arrived between the two (Settled).
+type Totals struct{ Before, Prev, After map[string]string }
 
-// TotalsOf returns the first and the last metrics snapshot of samples.
+// TotalsOf returns the first metrics snapshot of samples and the last two
+// reads after the timeline.
 func TotalsOf(samples []results.SampleLine) Totals {
 	var t Totals
 	for _, s := range samples {
-		if s.Group != results.MetricsGroup {
-			continue
-		}
-		if t.Before == nil {
+		switch {
+		case s.Group == results.MetricsGroup && t.Before == nil:
 			t.Before = s.Sample.Values
-			continue
+		case s.Group == results.MetricsGroup || s.Group == results.SettleGroup:
+			t.Prev, t.After = t.After, s.Sample.Values
 		}
-		t.After = s.Sample.Values
 	}
 	return t
+}
+
+// arrivals are the sink namespace's counters that rise with every packet
+// the stack takes in, delivered or dropped.
+var arrivals = []string{"Ip.InReceives", "Udp.InDatagrams", "Udp.NoPorts", "Udp.InErrors"}
+
+// Settled says that between reads prev and cur no packet arrived in the
+// namespaces loads end in: what their senders sent is all accounted for.
+func Settled(prev, cur map[string]string, loads []results.Load) bool {
+	for _, l := range loads {
+		src := SNMPSource(l.Netns)
+		a, err1 := parseCounters(metrics.SourceSNMP, prev[src])
+		b, err2 := parseCounters(metrics.SourceSNMP, cur[src])
+		if err1 != nil || err2 != nil {
+			return false
+		}
+		for _, c := range arrivals {
+			if a[c] != b[c] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // The sources conservation reads besides softnet_stat, by namespace ("":
@@ -135,6 +160,10 @@ func checkConserve(r *Rule, knobs []results.Knob, loads []results.Load, tot Tota
 		ls := groups[ns]
 		if k := changedOnWay(knobs, ls); k != nil {
 			o.Unsure++
+			continue
+		}
+		if tot.Prev == nil || !Settled(tot.Prev, tot.After, ls) {
+			o.Unsure++ // packets still arrived at the end: some were on their way
 			continue
 		}
 		t, err := tally(ns, ls, tot)

@@ -53,7 +53,7 @@ func (c counts) sources(withEthtool, withArp bool) map[string]string {
 }
 
 func totals(before, after counts) Totals {
-	return Totals{Before: before.sources(true, true), After: after.sources(true, true)}
+	return Totals{Before: before.sources(true, true), Prev: after.sources(true, true), After: after.sources(true, true)}
 }
 
 // flood is a udp load from netns a to vrx in netns b, sending 1.0-3.0 s.
@@ -88,6 +88,7 @@ func TestUDPConserved(t *testing.T) {
 		unsure        int
 		notExercised  bool
 		hostSentFlood bool
+		arriving      bool // Ip.InReceives rose between the last two reads
 	}{
 		{name: "every datagram received", loads: []results.Load{flood(1000, 1000)}, judged: 1},
 		{name: "the losses counted where they happened (a backlog's drops once)", loads: []results.Load{flood(1000, 910)},
@@ -119,6 +120,7 @@ func TestUDPConserved(t *testing.T) {
 		{name: "no loss, a driver counter not read", loads: []results.Load{flood(1000, 1000)}, noEthtool: true, judged: 1},
 		{name: "a counter fell (a device made anew)", loads: []results.Load{flood(1000, 1000)},
 			before: counts{"vrx.rx_drop": 9}, unsure: 1},
+		{name: "packets still arriving at the end", loads: []results.Load{flood(1000, 990)}, arriving: true, unsure: 1},
 		{name: "not a udp load", loads: []results.Load{{Name: "rr", Kind: "rr", Netns: "b", Sent: 10}}, notExercised: true},
 		{name: "a load whose sink's count was lost", loads: []results.Load{{Name: "flood", Netns: "b", Sent: 10}}, notExercised: true},
 		{name: "the host's tap dropped what it could not queue", hostSentFlood: true,
@@ -130,6 +132,10 @@ func TestUDPConserved(t *testing.T) {
 				before = zero
 			}
 			tot := totals(before, tc.after)
+			if tc.arriving {
+				tot.Prev = counts{}.sources(true, true)
+				tot.After = counts{"Ip.InReceives": 10}.sources(true, true)
+			}
 			if tc.noEthtool {
 				delete(tot.Before, EthtoolSource("b", "vrx"))
 			}
@@ -164,6 +170,23 @@ func TestUDPConserved(t *testing.T) {
 				t.Errorf("unmeasured %v with %d judged: %s", a.Unmeasured, tc.judged, a.Measured)
 			}
 		})
+	}
+}
+
+// TotalsOf takes the first metrics snapshot and the last two reads after
+// the timeline, settle reads included.
+func TestTotalsOf(t *testing.T) {
+	read := func(group, v string) results.SampleLine {
+		return results.SampleLine{Group: group, Sample: results.SampleSnapshot{Values: map[string]string{"k": v}}}
+	}
+	got := TotalsOf([]results.SampleLine{read("metrics", "before"), read("napi_polls", "x"), read("metrics", "final"),
+		read("settle", "s1"), read("settle", "s2")})
+	if got.Before["k"] != "before" || got.Prev["k"] != "s1" || got.After["k"] != "s2" {
+		t.Errorf("totals %+v", got)
+	}
+	got = TotalsOf([]results.SampleLine{read("metrics", "before"), read("metrics", "final")})
+	if got.Prev != nil || got.After["k"] != "final" {
+		t.Errorf("without settle reads: %+v", got)
 	}
 }
 
