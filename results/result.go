@@ -339,6 +339,9 @@ type Load struct {
 	Kind      string `json:"kind,omitempty"`
 	FromNetns string `json:"from_netns,omitempty"`
 	FromHost  bool   `json:"from_host,omitempty"`
+	// Undrained says the sink closed its socket before it was empty (its
+	// drain ran out of time): Received misses what it still held.
+	Undrained bool `json:"undrained,omitempty"`
 }
 
 // Latency is a request/response load's latency in microseconds.

@@ -58,7 +58,7 @@ func (t *timeline) loadResults() []results.Load {
 		if lr.sink != nil {
 			l.XSK = xskSummary(lr.sink.XSK)
 			l.Bytes = lr.sink.Bytes
-			l.Received = lr.sink.Packets
+			l.Received, l.Undrained = lr.sink.Packets, lr.sink.Undrained
 			per := 1000 / wire.BucketWidthMs
 			gap, longest := 0, 0
 			started := false

@@ -170,4 +170,45 @@ func TestUDPSinkDrainsAtStop(t *testing.T) {
 	if st.Packets != n {
 		t.Errorf("the sink counted %d datagrams, want %d", st.Packets, n)
 	}
+	if st.Undrained {
+		t.Error("the sink says it closed its socket before it was empty")
+	}
+}
+
+// A sink whose socket keeps filling stops after drainMax and says it
+// closed it undrained.
+func TestUDPSinkUndrained(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for drainMax")
+	}
+	a := newAgent()
+	port := freePort(t, "udp4")
+	if err := a.startLoad(wire.Load{Name: "sink", Kind: wire.LoadUDPSink, Addr: "127.0.0.1", Port: port, CPU: -1}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+	if err != nil {
+		a.stopLoad("sink")
+		t.Fatal(err)
+	}
+	defer c.Close()
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				c.Write([]byte("datagram"))
+			}
+		}
+	}()
+	st, err := a.stopLoad("sink")
+	close(stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Undrained {
+		t.Errorf("a sink flooded through its drain says it emptied its socket (%d datagrams)", st.Packets)
+	}
 }

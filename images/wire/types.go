@@ -234,6 +234,9 @@ type LoadStats struct {
 	Latency *Latency `json:"latency,omitempty"`
 	// XSK is an xsk load's binding and socket statistics.
 	XSK *XSKStats `json:"xsk,omitempty"`
+	// Undrained says a udp sink closed its socket when its drain ran out
+	// of time, not once it was empty: what it still held was not counted.
+	Undrained bool `json:"undrained,omitempty"`
 }
 
 // Latency summarises request/response times in microseconds.

@@ -162,6 +162,10 @@ func checkConserve(r *Rule, knobs []results.Knob, loads []results.Load, tot Tota
 			o.Unsure++
 			continue
 		}
+		if slices.ContainsFunc(ls, func(l results.Load) bool { return l.Undrained }) {
+			o.Unsure++ // a sink closed a socket that still held datagrams
+			continue
+		}
 		if tot.Prev == nil || !Settled(tot.Prev, tot.After, ls) {
 			o.Unsure++ // packets still arrived at the end: some were on their way
 			continue

@@ -120,6 +120,11 @@ func TestUDPConserved(t *testing.T) {
 		{name: "no loss, a driver counter not read", loads: []results.Load{flood(1000, 1000)}, noEthtool: true, judged: 1},
 		{name: "a counter fell (a device made anew)", loads: []results.Load{flood(1000, 1000)},
 			before: counts{"vrx.rx_drop": 9}, unsure: 1},
+		{name: "a sink that closed its socket before it was empty", loads: []results.Load{func() results.Load {
+			l := flood(1000, 700)
+			l.Undrained = true
+			return l
+		}()}, unsure: 1},
 		{name: "packets still arriving at the end", loads: []results.Load{flood(1000, 990)}, arriving: true, unsure: 1},
 		{name: "not a udp load", loads: []results.Load{{Name: "rr", Kind: "rr", Netns: "b", Sent: 10}}, notExercised: true},
 		{name: "a load whose sink's count was lost", loads: []results.Load{{Name: "flood", Netns: "b", Sent: 10}}, notExercised: true},
