@@ -212,3 +212,24 @@ func TestUDPSinkUndrained(t *testing.T) {
 		t.Errorf("a sink flooded through its drain says it emptied its socket (%d datagrams)", st.Packets)
 	}
 }
+
+// queued asks the kernel what a socket holds: the drain's idle test.
+func TestQueued(t *testing.T) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if n := queued(c); n != 0 {
+		t.Errorf("an empty socket holds %d", n)
+	}
+	s, err := net.DialUDP("udp4", nil, c.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Write([]byte("datagram"))
+	if n := queued(c); n != len("datagram") {
+		t.Errorf("a socket holding one datagram says %d, want %d", n, len("datagram"))
+	}
+}
