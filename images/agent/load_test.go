@@ -139,12 +139,12 @@ func TestLoadSpecErrors(t *testing.T) {
 	}
 }
 
-// A stopped UDP sink reads what its socket still holds before it closes
-// it: every datagram loopback delivered before the stop is counted.
-func TestUDPSinkDrainsAtStop(t *testing.T) {
-	a := newAgent()
+// sinkAndSender starts a udp sink named "sink" on loopback (rcvBuf: its
+// SO_RCVBUFFORCE, 0 the default) and returns a socket that sends to it.
+func sinkAndSender(t *testing.T, a *agent, rcvBuf int) *net.UDPConn {
+	t.Helper()
 	port := freePort(t, "udp4")
-	sink := wire.Load{Name: "sink", Kind: wire.LoadUDPSink, Addr: "127.0.0.1", Port: port, CPU: -1, RcvBuf: 8 << 20}
+	sink := wire.Load{Name: "sink", Kind: wire.LoadUDPSink, Addr: "127.0.0.1", Port: port, CPU: -1, RcvBuf: rcvBuf}
 	if err := a.startLoad(sink); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,15 @@ func TestUDPSinkDrainsAtStop(t *testing.T) {
 		a.stopLoad("sink")
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// A stopped UDP sink reads what its socket still holds before it closes
+// it: every datagram loopback delivered before the stop is counted.
+func TestUDPSinkDrainsAtStop(t *testing.T) {
+	a := newAgent()
+	c := sinkAndSender(t, a, 8<<20)
 	const n = 3000
 	for i := range n {
 		if _, err := c.Write([]byte("datagram")); err != nil {
@@ -182,16 +190,7 @@ func TestUDPSinkUndrained(t *testing.T) {
 		t.Skip("runs for drainMax")
 	}
 	a := newAgent()
-	port := freePort(t, "udp4")
-	if err := a.startLoad(wire.Load{Name: "sink", Kind: wire.LoadUDPSink, Addr: "127.0.0.1", Port: port, CPU: -1}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
-	if err != nil {
-		a.stopLoad("sink")
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := sinkAndSender(t, a, 0)
 	stop := make(chan struct{})
 	go func() {
 		for {
