@@ -159,6 +159,8 @@ func (a *agent) startLoad(s wire.Load) error {
 		err := l.tune()
 		tuned <- err
 		switch {
+		case err != nil && s.Kind == wire.LoadUDPSink:
+			conns[0].Close() // the sink closes its own socket, and never ran
 		case err != nil:
 		case s.Kind == wire.LoadUDPSink:
 			l.sink(ctx, conns[0])

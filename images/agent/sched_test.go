@@ -325,4 +325,11 @@ func TestLoadTuning(t *testing.T) {
 	if len(a.loads) != 0 {
 		t.Errorf("loads after a failed start: %v", a.loads)
 	}
+	// Its socket is closed: the port binds again.
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: bad.Port})
+	if err != nil {
+		t.Errorf("the failed sink's port is still bound: %v", err)
+	} else {
+		c.Close()
+	}
 }
