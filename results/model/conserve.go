@@ -271,6 +271,15 @@ func tally(ns string, ls []results.Load, tot Totals) (Tally, error) {
 			rxDrops += v
 		}
 	}
+	// optional is a source whose drops count when it was read; one not
+	// read is Missing (and gives no counters).
+	optional := func(src, kind string) map[string]uint64 {
+		r, err := rise(tot, src, kind)
+		if err != nil {
+			t.Missing = append(t.Missing, src)
+		}
+		return r
+	}
 	for _, s := range slices.Sorted(maps.Keys(senders)) {
 		nd, err := rise(tot, NetdevSource(s), metrics.SourceNetdev)
 		if err != nil {
@@ -281,14 +290,9 @@ func tally(ns string, ls []results.Load, tot Totals) (Tally, error) {
 				t.add(nsLabel(s)+k, v)
 			}
 		}
-		// Optional from here: a source not read is missing.
-		if q, err := rise(tot, QdiscSource(s), metrics.SourceQdisc); err != nil {
-			t.Missing = append(t.Missing, QdiscSource(s))
-		} else {
-			for k, v := range q {
-				if strings.HasSuffix(k, ".drops") {
-					t.add("qdisc "+nsLabel(s)+k, v)
-				}
+		for k, v := range optional(QdiscSource(s), metrics.SourceQdisc) {
+			if strings.HasSuffix(k, ".drops") {
+				t.add("qdisc "+nsLabel(s)+k, v)
 			}
 		}
 	}
@@ -304,30 +308,16 @@ func tally(ns string, ls []results.Load, tot Totals) (Tally, error) {
 		t.add("softnet dropped", d-rxDrops)
 	}
 	for _, d := range slices.Sorted(maps.Keys(devs)) {
-		src := EthtoolSource(ns, d)
-		e, err := rise(tot, src, "ethtool")
-		if err != nil {
-			t.Missing = append(t.Missing, src)
-			continue
-		}
-		for k, v := range e {
+		for k, v := range optional(EthtoolSource(ns, d), "ethtool") {
 			if strings.Contains(k, "drop") {
 				t.add(d+" "+k, v)
 			}
 		}
 	}
-	if a, err := rise(tot, ArpSource, "arp"); err != nil {
-		t.Missing = append(t.Missing, ArpSource)
-	} else {
-		t.add("arp unresolved_discards", a["unresolved_discards"])
-	}
+	t.add("arp unresolved_discards", optional(ArpSource, "arp")["unresolved_discards"])
 	if host {
-		if h, err := rise(tot, HostTapsSource, HostTapsSource); err != nil {
-			t.Missing = append(t.Missing, HostTapsSource)
-		} else {
-			for k, v := range h {
-				t.add("host "+k, v)
-			}
+		for k, v := range optional(HostTapsSource, HostTapsSource) {
+			t.add("host "+k, v)
 		}
 	}
 	return t, nil
