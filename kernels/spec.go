@@ -30,6 +30,10 @@ type Spec struct {
 	Patches []string
 	// Cmdline holds extra kernel command-line words for guests of this kernel.
 	Cmdline []string
+	// Modes are the perf modes the series is about (threaded, softirq, ...):
+	// a perf scenario runs in each of its modes listed here, or in all of
+	// them when none is. A variant inherits its parent's unless it names its own.
+	Modes []string
 	// Extends is the resolved path of the parent spec, or empty.
 	Extends string
 	// Path is the file the spec was loaded from.
@@ -174,6 +178,16 @@ func loadSpec(path string, chain []string) (*Spec, error) {
 		spec.Config.Base = f.Config.Base.Value
 	}
 	spec.Cmdline = append(spec.Cmdline, f.Cmdline...)
+	if len(f.Modes) > 0 {
+		spec.Modes = nil
+	}
+	for _, m := range f.Modes {
+		if err := results.CheckName(m.Value); err != nil {
+			errs = multierror.Append(errs, &SpecError{Path: path, Line: m.Line, Msg: fmt.Sprintf("modes: %q: %v", m.Value, err)})
+			continue
+		}
+		spec.Modes = append(spec.Modes, m.Value)
+	}
 	spec.Config.Selftests = append(spec.Config.Selftests, f.Config.Selftests...)
 
 	if err := results.CheckName(f.Name); err != nil {

@@ -33,6 +33,7 @@ type specFile struct {
 	} `yaml:"config"`
 	Patches []located `yaml:"patches"`
 	Cmdline []string  `yaml:"cmdline"`
+	Modes   []located `yaml:"modes"`
 	Extends located   `yaml:"extends"`
 }
 

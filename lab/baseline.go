@@ -184,6 +184,7 @@ func recordBaseline(cmd *cobra.Command, g *globalOptions, o *baselineOptions, fi
 		return err
 	}
 	gs := newGuests(g, 0, stderr)
+	gs.noCover = true // probes would be in the figures
 	defer gs.release()
 	if gs.flavour, err = kernels.ParseFlavour(o.flavour); err != nil {
 		return err

@@ -108,6 +108,7 @@ func compare(cmd *cobra.Command, g *globalOptions, o *compareOptions, file strin
 	var arms [2]runner.Arm
 	for i, tag := range []string{"a", "b"} {
 		gs := newGuests(g, 0, cmd.ErrOrStderr())
+		gs.noCover = true // probes would be in the figures
 		gs.flavour = fa
 		own := o.aParams
 		if tag == "b" {

@@ -10,6 +10,7 @@ import (
 
 	"napilab/images"
 	"napilab/kernels"
+	"napilab/results"
 	"napilab/runner"
 	"napilab/scenarios"
 )
@@ -33,6 +34,7 @@ type guests struct {
 	cacheOnly bool             // use cached kernels only, building none (lab repro)
 	commit    string           // build a tree or git base at this commit (lab repro)
 	nice      int              // builds' niceness (kernels.Options.Nice): lab run's guests beside them come first
+	noCover   bool             // count no calls of the series' functions (lab run --no-cover)
 }
 
 // release drops the holds on the Debian images built, letting prunes remove them.
@@ -138,7 +140,23 @@ func (gs *guests) buildGuest(ctx context.Context, kpath string, debian bool, fl 
 	} else {
 		gu.cfg = guestConfig(kpath, spec, kern, gs.agent)
 	}
+	if err == nil && !gs.noCover {
+		gs.cover(ctx, &gu.cfg, spec, kern)
+	}
 	return gu, err
+}
+
+// cover sets the functions of the kernel's series whose calls every run
+// counts; a series the lab cannot read counts none and says why.
+func (gs *guests) cover(ctx context.Context, cfg *runner.Config, spec *kernels.Spec, kern *kernels.Artifact) {
+	changed, err := kernels.SeriesFunctions(ctx, spec, kern, gs.g.cache())
+	if err != nil {
+		fmt.Fprintf(gs.log, "%s: the series' functions are not counted: %v\n", spec.Name, err)
+		return
+	}
+	for _, c := range changed {
+		cfg.Cover = append(cfg.Cover, results.CoverFunc{Func: c.Func, Probes: c.Probes, Via: c.Via})
+	}
 }
 
 // kernel builds the spec at kpath as flavour fl. A build that failed is

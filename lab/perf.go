@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,14 +42,38 @@ type perfJob struct {
 	b      runner.Config
 }
 
-// budgets converts a perf block's budgets.
-func budgets(p *scenarios.Perf) []stats.Budget {
+// budgets converts the budgets that hold in the scenario's perf mode.
+func budgets(s *scenarios.Scenario) []stats.Budget {
 	var out []stats.Budget
-	for _, b := range p.Budgets {
+	for _, b := range s.BudgetsInForce() {
 		m, drop, rise := b.Bounds()
 		out = append(out, stats.Budget{Metric: m, MaxDrop: drop, MaxRise: rise})
 	}
 	return out
+}
+
+// perfName names a perf scenario with its mode: "udp-flood [threaded]".
+func perfName(s *scenarios.Scenario) string {
+	if m := s.Mode(); m != "" {
+		return s.Name + " [" + m + "]"
+	}
+	return s.Name
+}
+
+// modesOn says whether a perf scenario in its mode runs on a kernel whose
+// spec lists modes: a mode the series is about, or every mode when it names
+// none of the scenario's.
+func modesOn(s *scenarios.Scenario, specModes []string) bool {
+	mode := s.Mode()
+	if mode == "" || len(specModes) == 0 || slices.Contains(specModes, mode) {
+		return true
+	}
+	for _, m := range s.ModeNames() {
+		if slices.Contains(specModes, m) {
+			return false
+		}
+	}
+	return true
 }
 
 // baselineKernel resolves perf.baseline for the kernel spec at kpath: the
@@ -89,9 +114,9 @@ func fileExists(p string) bool {
 // each, then checks the budgets. Its verdict is the worst of the runs'
 // (a splat or a failed assertion is a FAIL whatever the numbers) and the
 // budgets'.
-func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log io.Writer) results.Verdict {
+func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log io.Writer, rc reach) results.Verdict {
 	s := j.s
-	name := fmt.Sprintf("perf %s on %s", s.Name, j.b.Kernel.Spec)
+	name := fmt.Sprintf("perf %s on %s", perfName(s), j.b.Kernel.Spec)
 	fail := func(v results.Verdict, format string, a ...any) results.Verdict {
 		fmt.Fprintf(out, "%s  %s: %s\n", v, name, fmt.Sprintf(format, a...))
 		return v
@@ -115,7 +140,11 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 			return fail(results.Error, "%v", err)
 		}
 	}
+	// The measured runs count no calls (probes cost time on one side
+	// only); one more run of B counts them after the budgets are checked.
+	covered := j.b
 	bArm := runner.Arm{Label: j.b.Kernel.Spec, Tag: "b", Cfg: j.b}
+	bArm.Cfg.Cover = nil
 	var arms []runner.Arm
 	aLabel := ""
 	if stored != "" {
@@ -142,6 +171,7 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 			return results.Pass
 		}
 		a.Scenario, a.Accel, a.Params, a.NoPolls = j.b.Scenario, j.b.Accel, j.b.Params, j.b.NoPolls
+		a.Cover = nil
 		aLabel = a.Kernel.Spec
 		if o.perf.againstBaseline {
 			var why []string
@@ -160,7 +190,7 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 		bArm.Label += " (B)"
 	}
 	arms = append(arms, bArm)
-	dir, err := results.NewRunDir(o.out, "perf-"+s.Name+"@"+j.b.Kernel.Spec+paramSuffix(j.params))
+	dir, err := results.NewRunDir(o.out, "perf-"+strings.ReplaceAll(perfName(s), " ", "")+"@"+j.b.Kernel.Spec+paramSuffix(j.params))
 	if err != nil {
 		return fail(results.Error, "%v", err)
 	}
@@ -187,7 +217,7 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 				samples = append(samples, x)
 			}
 		}
-		return stats.CheckBudgets(aLabel, bArm.Label, samples, budgets(s.Perf), s.Perf.Alpha, o.perf.seed)
+		return stats.CheckBudgets(aLabel, bArm.Label, samples, budgets(s), s.Perf.Alpha, o.perf.seed)
 	}
 	pc := check()
 	n := s.Perf.Repeat
@@ -212,7 +242,16 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 	if worst.Worse(v) {
 		v = worst
 	}
-	fmt.Fprintf(out, "%s  %s against %s (%d runs per side, %.0fs)\n", v, name, aLabel, n, time.Since(start).Seconds())
+	cov := perfCoverage(ctx, covered, dir, n+1, log)
+	rc.add(j.b.Kernel.Spec, cov)
+	shown := string(v)
+	if v == results.Pass && cov.NotExercised() {
+		shown += ", not exercised"
+	}
+	fmt.Fprintf(out, "%s  %s against %s (%d runs per side, %.0fs)\n", shown, name, aLabel, n, time.Since(start).Seconds())
+	if line := coverageLine(cov); line != "" {
+		fmt.Fprintf(out, "  %s\n", line)
+	}
 	var table strings.Builder
 	pc.WriteText(&table)
 	for _, line := range strings.Split(strings.TrimRight(table.String(), "\n"), "\n") {
@@ -220,6 +259,22 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 	}
 	fmt.Fprintf(out, "  perf folder: %s (perf.html)\n", dir)
 	return v
+}
+
+// perfCoverage runs B once more with its cover probes (run i of the perf
+// folder) and returns what it reached of the series, or nil when the
+// kernel has no series or the run said nothing.
+func perfCoverage(ctx context.Context, b runner.Config, dir string, i int, log io.Writer) *results.Coverage {
+	if len(b.Cover) == 0 || ctx.Err() != nil {
+		return nil
+	}
+	arm := runner.Arm{Label: b.Kernel.Spec + " (coverage)", Tag: "cover", Cfg: b}
+	runs, err := runner.Interleave(ctx, []runner.Arm{arm}, dir, i, i, nil)
+	if err != nil || len(runs[arm.Label]) == 0 {
+		fmt.Fprintf(log, "coverage run of %s: %v\n", b.Kernel.Spec, err)
+		return nil
+	}
+	return runs[arm.Label][0].Coverage
 }
 
 // secondLook returns the runs per side to go on to when the budgets are

@@ -28,7 +28,7 @@ func perfBisect(cmd *cobra.Command, o *bisectOptions, s *scenarios.Scenario, c c
 	}
 	var budget *stats.Budget
 	var names []string
-	for _, b := range budgets(s.Perf) {
+	for _, b := range budgets(s) {
 		names = append(names, b.Metric)
 		if b.Metric == o.metric {
 			budget = &b

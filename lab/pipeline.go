@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
+	"napilab/kernels"
 	"napilab/results"
 	"napilab/runner"
 	"napilab/scenarios"
@@ -147,6 +149,10 @@ func (pl *planner) group(ctx context.Context, kpath string, group []planned) []r
 			continue
 		}
 		if s.Perf != nil {
+			if !modesOn(s, pl.specModes(kpath)) {
+				fmt.Fprintf(pl.log, "%s: perf %s left out: the series is about modes %s\n", kpath, perfName(s), strings.Join(pl.specModes(kpath), ", "))
+				continue
+			}
 			cfg := base
 			cfg.Scenario, cfg.Accel, cfg.Params, cfg.NoPolls = s, pl.o.accel, params, pl.o.noPolls
 			pl.perf = append(pl.perf, perfJob{s: s, params: p.params, kpath: kpath, b: cfg})
@@ -169,6 +175,16 @@ func (pl *planner) group(ctx context.Context, kpath string, group []planned) []r
 		fmt.Fprintf(pl.log, "%s: %d runs ready, %d at once\n", kpath, len(jobs), pl.parallel)
 	}
 	return jobs
+}
+
+// specModes are the perf modes the kernel spec at kpath lists (none when
+// it does not load: its build reports that).
+func (pl *planner) specModes(kpath string) []string {
+	spec, err := kernels.LoadSpec(kpath)
+	if err != nil {
+		return nil
+	}
+	return spec.Modes
 }
 
 // groupPlan splits the plan by the guest each scenario boots (key: "" for

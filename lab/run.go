@@ -31,6 +31,7 @@ type runOptions struct {
 	repeat    int
 	untilFail bool
 	noPolls   bool
+	noCover   bool
 	shard     string
 	verbose   bool // progress lines from the runner (single-guest runs)
 	flavour   string
@@ -80,6 +81,7 @@ or beside the kernels -k names.`,
 	cmd.Flags().IntVarP(&o.repeat, "repeat", "n", 1, "runs of each scenario on each kernel")
 	cmd.Flags().BoolVar(&o.untilFail, "until-fail", false, "stop starting runs after the first FAIL")
 	cmd.Flags().BoolVar(&o.noPolls, "no-polls", false, "do not sample who polled each NAPI (no BPF in the guest unless an assertion needs it)")
+	cmd.Flags().BoolVar(&o.noCover, "no-cover", false, "do not count the calls of the functions a kernel's series changes (kprobes in every run of a kernel with patches of its own)")
 	cmd.Flags().StringVar(&o.shard, "shard", "", "run only shard K/N of the matrix, e.g. 2/4")
 	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "print the runner's progress (boot, steps, kselftests)")
 	cmd.Flags().StringVar(&o.flavour, "flavour", "", flavourUsage)
@@ -138,7 +140,17 @@ func runScenarios(cmd *cobra.Command, g *globalOptions, o *runOptions, files []s
 					warned[w] = true
 				}
 			}
-			plan = append(plan, planned{s, p})
+			if s.Perf == nil || len(s.Perf.Modes) == 0 || s.PinsMode(p) {
+				plan = append(plan, planned{s, p})
+				continue
+			}
+			for _, mode := range s.ModeNames() { // each kernel keeps the modes its series is about
+				ms, merged, err := s.ForMode(mode, p)
+				if err != nil {
+					return err
+				}
+				plan = append(plan, planned{ms, merged})
+			}
 		}
 	}
 	return runPlan(cmd, g, o, plan, k, n)
@@ -181,6 +193,7 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 	var out io.Writer = tw
 	stderr := cmd.ErrOrStderr()
 	gs := newGuests(g, o.makeJobs, stderr)
+	gs.noCover = o.noCover
 	defer gs.release()
 	var err error
 	if gs.flavour, err = kernels.ParseFlavour(o.flavour); err != nil {
@@ -204,6 +217,13 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 	pl := &planner{config: gs.config, o: o, groups: groups, k: k, n: n, out: out, log: stderr, worst: results.Pass,
 		parallel: runner.MaxParallel(o.parallel, planMemory(plan))}
 	worst, byGroup := runBuilt(ctx, pl)
+	rc := reach{}
+	for _, rs := range byGroup {
+		for _, r := range rs {
+			rc.add(r.Kernel.Spec, r.Coverage)
+		}
+	}
+	defer rc.print(out)
 	if pl.worst.Worse(worst) {
 		worst = pl.worst
 	}
@@ -215,7 +235,7 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 		if ctx.Err() != nil || i%n != k-1 {
 			continue
 		}
-		if v := runPerf(ctx, gs, j, o, out, stderr); v.Worse(worst) {
+		if v := runPerf(ctx, gs, j, o, out, stderr, rc); v.Worse(worst) {
 			worst = v
 		}
 	}
@@ -319,6 +339,29 @@ func paramSuffix(p map[string]string) string {
 	return b.String()
 }
 
+// coverageLine says which of the series' functions the run reached.
+func coverageLine(c *results.Coverage) string {
+	if c == nil {
+		return ""
+	}
+	var parts []string
+	for _, f := range c.Funcs {
+		switch {
+		case !f.Counted():
+			parts = append(parts, f.Func+" not counted ("+f.Why+")")
+		case f.Via == "callers":
+			parts = append(parts, fmt.Sprintf("%s at most %d (inlined; its callers %s)", f.Func, f.Calls, strings.Join(f.Probes, ", ")))
+		default:
+			parts = append(parts, fmt.Sprintf("%s %d", f.Func, f.Calls))
+		}
+	}
+	line := "series functions called: " + strings.Join(parts, ", ")
+	if c.Partial {
+		line += " (read before the timeline ended: lower bounds)"
+	}
+	return line
+}
+
 // printVerdict writes r's verdict block in one write: builds may print beside it.
 func printVerdict(w io.Writer, r *results.Result, dir string) {
 	var b bytes.Buffer
@@ -327,8 +370,12 @@ func printVerdict(w io.Writer, r *results.Result, dir string) {
 }
 
 func writeVerdict(w io.Writer, r *results.Result, dir string) {
+	verdict := string(r.Verdict)
+	if r.Verdict == results.Pass && r.Coverage.NotExercised() {
+		verdict += ", not exercised"
+	}
 	fmt.Fprintf(w, "%s  %s on %s (%s)  boot %.1fs, timeline %.1fs, total %.1fs\n",
-		r.Verdict, r.Scenario, r.Kernel.Spec, r.Kernel.Release, r.Timings.Boot, r.Timings.Timeline, r.Timings.Total)
+		verdict, r.Scenario, r.Kernel.Spec, r.Kernel.Release, r.Timings.Boot, r.Timings.Timeline, r.Timings.Total)
 	shown := map[string]bool{} // failed assertions are printed above their reason
 	for _, a := range r.Asserts {
 		mark := "ok  "
@@ -369,6 +416,9 @@ func writeVerdict(w io.Writer, r *results.Result, dir string) {
 			fmt.Fprintf(w, "  WARNING: %s", in.Warning)
 		}
 		fmt.Fprintln(w)
+	}
+	if line := coverageLine(r.Coverage); line != "" {
+		fmt.Fprintf(w, "  %s\n", line)
 	}
 	for _, l := range r.Loads {
 		fmt.Fprintf(w, "  load %-12s sent %d, received %d, longest gap %d ms", l.Name, l.Sent, l.Received, l.MaxGapMs)

@@ -94,6 +94,9 @@ type Result struct {
 	Polls []PollSeries `json:"polls,omitempty"`
 	// Injections are the race-widening probes and how often they fired.
 	Injections []Injection `json:"injections,omitempty"`
+	// Coverage counts the calls of the functions the kernel's series
+	// changes, when it has one.
+	Coverage *Coverage `json:"coverage,omitempty"`
 	// Kselftests are the upstream selftests the run's kselftest steps ran.
 	Kselftests []Kselftest `json:"kselftests,omitempty"`
 	// Devices are the guest's network devices after setup and at the end.
@@ -156,6 +159,51 @@ type Injection struct {
 	Fired uint64 `json:"fired"`
 	// Warning says why the probe widened nothing, if so.
 	Warning string `json:"warning,omitempty"`
+}
+
+// Coverage is what a run reached of the code a kernel's series changes.
+type Coverage struct {
+	Funcs []FuncCalls `json:"funcs"`
+	// Partial says the counts were read before the timeline ended.
+	Partial bool `json:"partial,omitempty"`
+}
+
+// CoverFunc is a function a kernel's series changes and the symbols whose
+// calls stand for its own.
+type CoverFunc struct {
+	Func string `json:"func"`
+	// Probes are its own symbol, a compiler clone of it, or (inlined) the
+	// functions that call it; none when nothing can count it.
+	Probes []string `json:"probes,omitempty"`
+	// Via is "" (its own symbol), "clone" or "callers".
+	Via string `json:"via,omitempty"`
+}
+
+// FuncCalls is one changed function's calls in a run: the sum of its
+// probes'. Through callers it is an upper bound, and 0 still proves the
+// function did not run.
+type FuncCalls struct {
+	CoverFunc
+	Calls uint64 `json:"calls"`
+	// Why says why it was not counted, when it was not.
+	Why string `json:"why,omitempty"`
+}
+
+// Counted reports whether a probe counted the function.
+func (f FuncCalls) Counted() bool { return f.Why == "" && len(f.Probes) > 0 }
+
+// NotExercised reports whether the run counted every function the series
+// changes and none of them ran: the run said nothing about the change.
+func (c *Coverage) NotExercised() bool {
+	if c == nil || len(c.Funcs) == 0 || c.Partial {
+		return false
+	}
+	for _, f := range c.Funcs {
+		if !f.Counted() || f.Calls > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Kernel identifies the kernel that ran.

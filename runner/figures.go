@@ -12,14 +12,6 @@ import (
 	"napilab/scenarios"
 )
 
-// figureMetrics are recorded for every run, so any two runs can be compared
-// (lab compare) whatever their assertions.
-var figureMetrics = []string{
-	"softirqs.NET_RX", "softirqs.NET_TX", "softnet.processed", "softnet.dropped", "softnet.time_squeeze",
-	"softnet.received_rps", "interrupts.CAL", "interrupts.RES", "snmp.Udp.InDatagrams", "snmp.Udp.RcvbufErrors",
-	"ksoftirqd.cpu_seconds", "napi.cpu_seconds",
-}
-
 // figures computes the run's numbers: for each metric its change over the
 // timeline and its rate per second, per-CPU forms of the CPU-time metrics,
 // each load's delivered rate and latency, softirqs and IPIs per datagram, and who
@@ -45,6 +37,7 @@ func (t *timeline) figures(rec *record, cpus int) map[string]float64 {
 			out[n+"/s"] = d / secs
 		}
 	}
+	rec.pollFigures(out)
 	if dg := out["snmp.Udp.InDatagrams"]; dg > 0 {
 		for _, m := range scenarios.PerDatagram {
 			if v, ok := out[m]; ok {
@@ -52,7 +45,6 @@ func (t *timeline) figures(rec *record, cpus int) map[string]float64 {
 			}
 		}
 	}
-	rec.pollFigures(out)
 	for _, l := range t.loadResults() {
 		if secs := float64(len(l.PerSecond)); secs > 0 {
 			out[l.Name+".rx_pps"] = float64(l.Received) / secs

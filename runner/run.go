@@ -57,6 +57,9 @@ type Config struct {
 	// NoPolls skips the who-polled sampler that every run has, unless an
 	// assertion needs it (overhead comparisons).
 	NoPolls bool
+	// Cover are the functions the kernel's series changes, each with the
+	// symbols whose calls the run counts for it (results.CoverFunc).
+	Cover []results.CoverFunc
 	// Logf receives one-line progress messages; nil = silent.
 	Logf func(format string, args ...any)
 	// KselftestRetries is how many times a failed kselftest runs again in
@@ -134,8 +137,9 @@ type run struct {
 	tl      *timeline
 	hello   *wire.Hello
 	leak    leakCheck
-	readyAt time.Time // the agent's ready event arrived (host clock)
-	setupAt time.Time // the topology setup started
+	cover   *results.Coverage // the cover probes set up, before their counts
+	readyAt time.Time         // the agent's ready event arrived (host clock)
+	setupAt time.Time         // the topology setup started
 }
 
 // bootPhases splits a boot of boot seconds (host clock) by the guest's
@@ -226,9 +230,13 @@ func (r *run) do(ctx context.Context) error {
 	if err := r.setupProbes(ctx, seed); err != nil {
 		return err
 	}
+	if err := r.setupCover(ctx); err != nil {
+		return err
+	}
 	r.tl = newTimeline(r.s, seed, r.ctl, r.host, r.cfg.Logf)
 	r.tl.ksTimeouts, r.tl.outDir, r.tl.slow = r.cfg.KselftestTimeouts, r.cfg.OutDir, r.res.Accel == "tcg"
 	r.tl.noPolls = r.cfg.NoPolls && !r.s.NeedsPolls()
+	r.tl.covered = r.cover != nil
 	r.tl.kernel = model.KernelOf(r.hello.Kernel)
 	r.tl.cpu = r.guest.cpuUse
 	r.tl.ksRetries, r.tl.strict, r.tl.kernelSpec, r.tl.ksHook = r.cfg.KselftestRetries, r.cfg.Strict, r.cfg.Kernel.Spec, r.cfg.kselftestHook

@@ -44,12 +44,15 @@ func (t *timeline) pollSnapshots() []metrics.PollSnapshot {
 
 func (t *timeline) metricSources() []string {
 	srcs := []string{wire.SourceSoftirqs, wire.SourceSoftnet, wire.SourceInterrupts, wire.SourceSNMP,
-		wire.PrefixTasks + "ksoftirqd/", wire.PrefixTasks + "napi/"}
+		wire.PrefixTasks + "ksoftirqd/", wire.PrefixTasks + "napi/", wire.PrefixSched + "ksoftirqd/", wire.PrefixSched + "napi/"}
 	if !t.noPolls {
 		srcs = append(srcs, wire.SourceNAPIPolls)
 	}
 	if len(t.s.Inject) > 0 {
 		srcs = append(srcs, wire.SourceInject)
+	}
+	if t.covered {
+		srcs = append(srcs, wire.SourceCover)
 	}
 	for _, m := range t.s.Metrics() {
 		if !slices.Contains(srcs, m.Source) {

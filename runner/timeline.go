@@ -69,6 +69,7 @@ type timeline struct {
 	outDir     string                                       // the run folder: kselftests/<test>.log, exec/<line>-<run>.log
 	slow       bool                                         // an emulated CPU (TCG): tests may relax timing
 	noPolls    bool                                         // no who-polled sampling unless an assertion needs it
+	covered    bool                                         // the cover probes count the series' functions
 	kernel     model.Kernel                                 // the guest's release, for the rules that depend on it
 	kselftests []results.Kselftest                          // guarded by mu
 	ksRetries  int                                          // attempts after a failed kselftest's first

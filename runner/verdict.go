@@ -62,6 +62,7 @@ func (r *run) finish(err error) {
 		res.Figures = r.tl.figures(rec, r.s.Machine.CPUs)
 		res.Polls = metrics.PollRates(r.tl.pollSnapshots())
 		res.Injections = r.tl.injections()
+		res.Coverage = r.tl.coverage(r.cover)
 		res.Kselftests = r.tl.kselftests
 	}
 	if r.guest != nil {

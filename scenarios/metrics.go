@@ -47,7 +47,8 @@ func contains(list []string, s string) bool {
 var FigureMetrics = []string{
 	"softirqs.NET_RX", "softirqs.NET_TX", "softnet.processed", "softnet.dropped", "softnet.time_squeeze",
 	"softnet.received_rps", "interrupts.CAL", "interrupts.RES", "snmp.Udp.InDatagrams", "snmp.Udp.RcvbufErrors",
-	"ksoftirqd.cpu_seconds", "napi.cpu_seconds",
+	"ksoftirqd.cpu_seconds", "napi.cpu_seconds", "ksoftirqd.run_us", "napi.run_us", "ksoftirqd.sleeps", "napi.sleeps",
+	"ksoftirqd.preempted", "napi.preempted",
 }
 
 // PerCPUFigures are the metrics recorded per CPU too (softirqs.NET_RX.cpu0).
@@ -55,8 +56,11 @@ var PerCPUFigures = []string{"ksoftirqd.cpu_seconds", "softirqs.NET_RX", "interr
 
 // PerDatagram are the costs also given per delivered UDP datagram, as
 // "<metric> per datagram" (<metric> / snmp.Udp.InDatagrams): the seeds'
-// softirqs and IPIs per packet.
-var PerDatagram = []string{"softirqs.NET_RX", "interrupts.CAL", "interrupts.RES"}
+// softirqs and IPIs per packet, the receiving threads' CPU time and sleeps
+// (a wakeup each), and the polls of every context (who polled).
+var PerDatagram = []string{"softirqs.NET_RX", "interrupts.CAL", "interrupts.RES",
+	"ksoftirqd.run_us", "napi.run_us", "ksoftirqd.sleeps", "napi.sleeps",
+	"napi.polls.any.any.softirq", "napi.polls.any.any.ksoftirqd", "napi.polls.any.any.kthread", "napi.polls.any.any.busypoll"}
 
 // PerDatagramSuffix follows a PerDatagram metric in its figure's name.
 const PerDatagramSuffix = " per datagram"

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -34,8 +35,13 @@ type Perf struct {
 	// the second look off.
 	MaxRepeat int `yaml:"max_repeat"`
 	// Alpha is the level of the rank test, default 0.05.
-	Alpha   float64   `yaml:"alpha"`
-	Budgets []*Budget `yaml:"budgets"` // at least one
+	Alpha float64 `yaml:"alpha"`
+	// Modes name the ways the scenario can measure the stack, each a set
+	// of parameter values: {softirq: {threaded: "0"}, threaded: {threaded:
+	// "1"}}. lab run measures every mode a kernel's series is about (its
+	// spec's modes:, or all of them), each its own verdict.
+	Modes   map[string]map[string]string `yaml:"modes"`
+	Budgets []*Budget                    `yaml:"budgets"` // at least one
 	Pos     Pos       `yaml:"-"`
 
 	written int // budget entries in the file, counting those that failed to decode
@@ -55,7 +61,78 @@ type Budget struct {
 	// under TCG (n=10), written down with the budget; it sets the runs the
 	// budget needs.
 	Noise Percent `yaml:"noise"`
-	Pos   Pos     `yaml:"-"`
+	// Modes are the perf modes the budget holds in (default all): a
+	// figure's noise and meaning can differ from mode to mode.
+	Modes []string `yaml:"modes"`
+	Pos   Pos      `yaml:"-"`
+}
+
+// Mode is the perf mode the scenario's parameters select: the mode whose
+// every value is in force, or "" when none is (or it declares none).
+func (s *Scenario) Mode() string {
+	if s.Perf == nil {
+		return ""
+	}
+	for _, name := range sortedKeys(s.Perf.Modes) {
+		match := true
+		for k, v := range s.Perf.Modes[name] {
+			match = match && s.Values[k] == v
+		}
+		if match {
+			return name
+		}
+	}
+	return ""
+}
+
+// ModeNames lists the perf modes in name order (none without perf: or modes:).
+func (s *Scenario) ModeNames() []string {
+	if s.Perf == nil {
+		return nil
+	}
+	return sortedKeys(s.Perf.Modes)
+}
+
+// ForMode reopens the scenario in a perf mode: the mode's values, with
+// params (the caller's) over them.
+func (s *Scenario) ForMode(mode string, params map[string]string) (*Scenario, map[string]string, error) {
+	set, ok := s.Perf.Modes[mode]
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: no perf mode %q (modes: %s)", s.Path, mode, strings.Join(s.ModeNames(), ", "))
+	}
+	merged := maps.Clone(set)
+	maps.Copy(merged, params)
+	out, err := Open(s.Path, merged)
+	return out, merged, err
+}
+
+// PinsMode reports whether params set a value some perf mode sets: the
+// caller chose the mode's parameters, so the modes are not expanded.
+func (s *Scenario) PinsMode(params map[string]string) bool {
+	if s.Perf == nil {
+		return false
+	}
+	for _, set := range s.Perf.Modes {
+		for k := range set {
+			if _, ok := params[k]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// BudgetsInForce are the budgets that hold in the scenario's mode: those
+// without modes:, and those naming it.
+func (s *Scenario) BudgetsInForce() []*Budget {
+	mode := s.Mode()
+	var out []*Budget
+	for _, b := range s.Perf.Budgets {
+		if len(b.Modes) == 0 || slices.Contains(b.Modes, mode) {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // Perf defaults and the power the runs-needed estimates assume.
@@ -191,6 +268,7 @@ func (k *checker) perf() {
 	if p.written == 0 {
 		c.add(p.Pos, "perf needs at least one budget under budgets:")
 	}
+	k.modes()
 	for _, b := range p.Budgets {
 		k.budget(b)
 		if !alphaOK || b.Noise == 0 || (b.MaxDrop > 0) == (b.MaxRise > 0) {
@@ -200,6 +278,40 @@ func (k *checker) perf() {
 			dir, tol := b.Tolerance()
 			c.warn(b.Pos, "budget %s %v on %s is tighter than the noise allows: at CV %v it needs %d runs per side (%g%% power), repeat is %d",
 				dir, tol, b.Metric, b.Noise, n, PerfPower*100, p.Repeat)
+		}
+	}
+}
+
+// modes checks perf.modes: plain names, declared parameters, no two
+// modes alike, and budgets that name modes that exist.
+func (k *checker) modes() {
+	p, c := k.s.Perf, k.c
+	seen := map[string]string{}
+	for _, name := range sortedKeys(p.Modes) {
+		set := p.Modes[name]
+		if err := results.CheckName(name); err != nil {
+			c.add(p.Pos, "perf mode %q: %v", name, err)
+		}
+		if len(set) == 0 {
+			c.add(p.Pos, "perf mode %s sets no parameter: want {param: value, ...}", name)
+		}
+		var key []string
+		for _, param := range sortedKeys(set) {
+			if _, ok := k.s.Values[param]; !ok {
+				c.add(p.Pos, "perf mode %s: parameter %s is not declared under params:", name, param)
+			}
+			key = append(key, param+"="+set[param])
+		}
+		if other, ok := seen[strings.Join(key, ",")]; ok && len(set) > 0 {
+			c.add(p.Pos, "perf modes %s and %s set the same values", other, name)
+		}
+		seen[strings.Join(key, ",")] = name
+	}
+	for _, b := range p.Budgets {
+		for _, m := range b.Modes {
+			if _, ok := p.Modes[m]; !ok {
+				c.add(b.Pos, "budget on %s: modes: no perf mode %q (perf.modes has %s)", or(b.Metric, "?"), m, or(strings.Join(sortedKeys(p.Modes), ", "), "none"))
+			}
 		}
 	}
 }

@@ -277,3 +277,63 @@ func TestPerfSchema(t *testing.T) {
 		t.Error("internal Pos leaked into the schema")
 	}
 }
+
+// TestPerfModes checks perf modes: the mode the parameters select, a
+// scenario reopened in another mode, the budgets each mode keeps, and the
+// rules (declared parameters, modes that differ, budgets naming real modes).
+func TestPerfModes(t *testing.T) {
+	s, err := Open("perf/udp-flood.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.ModeNames(); !slices.Equal(got, []string{"softirq", "threaded"}) {
+		t.Fatalf("modes = %v", got)
+	}
+	if s.Mode() != "softirq" {
+		t.Errorf("default parameters select mode %q, want softirq", s.Mode())
+	}
+	th, params, err := s.ForMode("threaded", map[string]string{"duration": "3s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.Mode() != "threaded" || params["threaded"] != "1" || params["duration"] != "3s" {
+		t.Errorf("ForMode(threaded): mode %q, params %v", th.Mode(), params)
+	}
+	if !s.PinsMode(map[string]string{"threaded": "1"}) || s.PinsMode(map[string]string{"duration": "3s"}) {
+		t.Error("PinsMode: -p threaded pins the mode, -p duration does not")
+	}
+	src := base + `params: {t: "0", u: "0"}
+perf:
+  modes:
+    off: {t: "0"}
+    on: {t: "1"}
+  budgets:
+    - {metric: l.rx_pps, max_drop: 5%}
+    - {metric: l.sent_pps, max_drop: 5%, modes: [on]}
+`
+	for params, want := range map[string]int{"t=0": 1, "t=1": 2} {
+		k, v, _ := strings.Cut(params, "=")
+		s, err := Parse("x.yaml", []byte(src), map[string]string{k: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(s.BudgetsInForce()); got != want {
+			t.Errorf("%s (mode %s): %d budgets in force, want %d", params, s.Mode(), got, want)
+		}
+	}
+	for bad, want := range map[string]string{
+		"    off: {t: \"0\"}\n    on: {t: \"1\"}\n":  "",
+		"    off: {x: \"0\"}\n    on: {t: \"1\"}\n":  "perf mode off: parameter x is not declared under params:",
+		"    off: {t: \"0\"}\n    on: {t: \"0\"}\n":  "perf modes off and on set the same values",
+		"    off: {t: \"0\"}\n    a/b: {t: \"1\"}\n": `perf mode "a/b"`,
+		"    off: {t: \"0\"}\n    up: {t: \"1\"}\n":  `budget on l.sent_pps: modes: no perf mode "on" (perf.modes has off, up)`,
+	} {
+		_, err := Parse("x.yaml", []byte(strings.Replace(src, "    off: {t: \"0\"}\n    on: {t: \"1\"}\n", bad, 1)), nil)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("rejected: %v", err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("modes %q: error = %v, want %q", bad, err, want)
+		}
+	}
+}

@@ -51,6 +51,9 @@ type Scenario struct {
 	MeasureHash string `yaml:"-"`
 	// Chosen is "param=value" for each preset in force.
 	Chosen []string `yaml:"-"`
+	// Values are the parameters in force: the defaults under params with
+	// the caller's values over them.
+	Values map[string]string `yaml:"-"`
 	// Warnings are problems that do not stop a run ("file:line:col: warning: ...").
 	Warnings []string `yaml:"-"`
 

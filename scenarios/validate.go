@@ -123,6 +123,7 @@ type checker struct {
 }
 
 func (s *Scenario) validate(c *collector, params map[string]string) {
+	s.Values = params
 	k := &checker{s: s, c: c, top: Pos{File: s.Path, Line: 1, Col: 1},
 		netns: map[string]bool{"": true}, addrs: map[string]string{}, devs: map[string]bool{}, nics: map[string]*NIC{},
 		onDev: map[string]string{}}
@@ -156,7 +157,7 @@ func (s *Scenario) validate(c *collector, params map[string]string) {
 	}
 	for _, sm := range s.Samplers {
 		if !knownSource(sm.Source) {
-			c.add(sm.Pos, "unknown sampler source %q (known: %s, qdisc:<netns>, napi:<netns>, threads:<prefix>, tasks:<prefix>, file:<path>)", sm.Source, strings.Join(Sources, ", "))
+			c.add(sm.Pos, "unknown sampler source %q (known: %s, qdisc:<netns>, napi:<netns>, threads:<prefix>, tasks:<prefix>, sched:<prefix>, file:<path>)", sm.Source, strings.Join(Sources, ", "))
 		}
 		if ns, ok := metrics.SourceNetns(sm.Source); ok {
 			k.checkNetns(sm.Pos, ns)
@@ -268,7 +269,7 @@ func (k *checker) topology() {
 }
 
 func knownSource(src string) bool {
-	for _, p := range []string{"threads:", "tasks:", "file:", metrics.QdiscPrefix, metrics.NAPIPrefix} {
+	for _, p := range []string{"threads:", "tasks:", metrics.SchedPrefix, "file:", metrics.QdiscPrefix, metrics.NAPIPrefix} {
 		if strings.HasPrefix(src, p) && len(src) > len(p) {
 			return true
 		}

@@ -21,6 +21,7 @@ type agent struct {
 	xdps  xdpState
 	polls pollCounter
 	probe injector
+	cover injector // counts the calls of the functions a kernel's series changes
 }
 
 func newAgent() *agent {
@@ -79,6 +80,7 @@ var handlers = map[string]handler{
 	wire.OpHello:    func(a *agent, _ *wire.Message) (any, error) { return a.hello(), nil },
 	wire.OpInject:   does(func(a *agent, in wire.Inject) error { return a.probe.setup(in) }),
 	wire.OpArm:      does(func(a *agent, arm wire.InjectArm) error { return a.probe.arm(arm) }),
+	wire.OpCover:    answers(func(a *agent, c wire.Cover) ([]string, error) { return a.cover.count(c) }),
 	wire.OpSetup:    does((*agent).setup),
 	wire.OpWrite:    does(func(a *agent, f wire.File) error { return a.ns.writeFile(f) }),
 	wire.OpRead:     answers(func(a *agent, f wire.File) (string, error) { return a.ns.readFile(f) }),

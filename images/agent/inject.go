@@ -60,34 +60,53 @@ type injector struct {
 // setup attaches every probe, armed or not; a symbol the kernel cannot probe
 // is an error naming it.
 func (in *injector) setup(args wire.Inject) error {
+	_, err := in.attach(args, false)
+	return err
+}
+
+// count attaches an unarmed probe on each function, to count its calls
+// (the cover op), and returns the functions the kernel could not probe,
+// each with why: those are left out, not an error.
+func (in *injector) count(c wire.Cover) ([]string, error) {
+	args := wire.Inject{}
+	for _, f := range c.Funcs {
+		args.Probes = append(args.Probes, wire.Probe{Name: f, At: f})
+	}
+	return in.attach(args, true)
+}
+
+// attach loads and attaches the probes; with skip, a probe the kernel
+// refuses is reported in the list and left out instead of failing.
+func (in *injector) attach(args wire.Inject, skip bool) ([]string, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if len(in.names) > 0 {
-		return fmt.Errorf("probes already set up")
+		return nil, fmt.Errorf("probes already set up")
 	}
 	if err := raiseMemlock(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := plainKprobes(); err != nil {
-		return err
+		return nil, err
 	}
+	var skipped []string
 	n := uint32(len(args.Probes))
 	var err error
 	if in.cfg, err = ebpf.NewMap(&ebpf.MapSpec{Name: "napilab_icfg", Type: ebpf.Array, KeySize: 4, ValueSize: 32, MaxEntries: n}); err != nil {
-		return fmt.Errorf("failed to create the inject map: %w", err)
+		return nil, fmt.Errorf("failed to create the inject map: %w", err)
 	}
 	if in.stats, err = ebpf.NewMap(&ebpf.MapSpec{Name: "napilab_istat", Type: ebpf.Array, KeySize: 4, ValueSize: 16, MaxEntries: n}); err != nil {
-		return fmt.Errorf("failed to create the inject stats map: %w", err)
+		return nil, fmt.Errorf("failed to create the inject stats map: %w", err)
 	}
 	if in.rng, err = ebpf.NewMap(&ebpf.MapSpec{Name: "napilab_irng", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1}); err != nil {
-		return fmt.Errorf("failed to create the inject rng: %w", err)
+		return nil, fmt.Errorf("failed to create the inject rng: %w", err)
 	}
 	seeds := make([]uint64, runtime.NumCPU())
 	for i := range seeds {
 		seeds[i] = splitmix(uint64(args.Seed) + uint64(i)*0x9e3779b97f4a7c15)
 	}
 	if err := in.rng.Put(uint32(0), seeds); err != nil {
-		return fmt.Errorf("failed to seed the inject rng: %w", err)
+		return nil, fmt.Errorf("failed to seed the inject rng: %w", err)
 	}
 	for i, p := range args.Probes {
 		c := injectCfg{Threshold: threshold(p.Probability), Delay: uint64(p.Delay.Nanoseconds()), Limit: uint64(p.Count)}
@@ -95,19 +114,19 @@ func (in *injector) setup(args wire.Inject) error {
 			c.Armed = 1
 		}
 		if err := in.cfg.Put(uint32(i), c); err != nil {
-			return err
+			return nil, err
 		}
 		in.want = append(in.want, c)
 		in.names = append(in.names, p.Name)
 		prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "napilab_inject", Type: ebpf.Kprobe, License: "GPL",
 			Instructions: in.program(uint32(i))})
 		if err != nil {
-			return fmt.Errorf("failed to load the probe for %s: %w", p.At, err)
+			return nil, fmt.Errorf("failed to load the probe for %s: %w", p.At, err)
 		}
 		sym, off, err := splitAt(p.At)
 		if err != nil {
 			prog.Close()
-			return err
+			return nil, err
 		}
 		var l link.Link
 		if p.Return {
@@ -116,12 +135,16 @@ func (in *injector) setup(args wire.Inject) error {
 			l, err = link.Kprobe(sym, prog, &link.KprobeOptions{Offset: off})
 		}
 		prog.Close()
+		if err != nil && skip {
+			skipped = append(skipped, fmt.Sprintf("%s: %v", p.At, err))
+			continue
+		}
 		if err != nil {
-			return fmt.Errorf("failed to probe %s (not a probeable kernel function?): %w", p.At, err)
+			return nil, fmt.Errorf("failed to probe %s (not a probeable kernel function?): %w", p.At, err)
 		}
 		in.links = append(in.links, l)
 	}
-	return nil
+	return skipped, nil
 }
 
 // arm switches a probe on or off.

@@ -51,6 +51,8 @@ func (a *agent) read(src string) (string, error) {
 		return a.polls.read()
 	case src == wire.SourceInject:
 		return a.probe.read()
+	case src == wire.SourceCover:
+		return a.cover.read()
 	case src == wire.SourceQdisc:
 		return a.qdiscStats("")
 	case strings.HasPrefix(src, wire.PrefixQdisc):
@@ -63,6 +65,8 @@ func (a *agent) read(src string) (string, error) {
 		return threads(strings.TrimPrefix(src, wire.PrefixThreads)), nil
 	case strings.HasPrefix(src, wire.PrefixTasks):
 		return tasks(strings.TrimPrefix(src, wire.PrefixTasks)), nil
+	case strings.HasPrefix(src, wire.PrefixSched):
+		return sched(strings.TrimPrefix(src, wire.PrefixSched)), nil
 	case strings.HasPrefix(src, wire.PrefixFile):
 		b, err := os.ReadFile(strings.TrimPrefix(src, wire.PrefixFile))
 		return string(b), err

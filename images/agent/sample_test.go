@@ -58,3 +58,41 @@ func TestTasksSelf(t *testing.T) {
 		}
 	}
 }
+
+func TestSchedSelf(t *testing.T) {
+	out := sched("agent.test")
+	if out == "" {
+		t.Skip("comm of the test binary is not agent.test, or no schedstat")
+	}
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) != 5 || f[4] != "agent.test" {
+			t.Errorf("bad line %q, want \"pid run_ns voluntary involuntary comm\"", l)
+		}
+	}
+}
+
+func TestParseSwitches(t *testing.T) {
+	v, i, err := parseSwitches([]byte("Name:\tx\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n"))
+	if err != nil || v != 12 || i != 3 {
+		t.Errorf("got %d %d %v, want 12 3", v, i, err)
+	}
+	for _, bad := range []string{"Name:\tx\n", "voluntary_ctxt_switches:\tx\nnonvoluntary_ctxt_switches:\t3\n", "voluntary_ctxt_switches:\t1\n"} {
+		if _, _, err := parseSwitches([]byte(bad)); err == nil {
+			t.Errorf("parseSwitches(%q): no error", bad)
+		}
+	}
+	if _, err := parseRunNs("1 2"); err == nil {
+		t.Error("parseRunNs of two fields: no error")
+	}
+	if n, err := parseRunNs("1500 20 7\n"); err != nil || n != 1500 {
+		t.Errorf("parseRunNs: %d %v", n, err)
+	}
+	sched := "napi/vrx-1 (42, #threads: 1)\n---\nse.exec_start : 1.5\nse.sum_exec_runtime                          :          1234.567890\n"
+	if n, err := parseSumExec([]byte(sched)); err != nil || n != 1234567890 {
+		t.Errorf("parseSumExec: %d %v, want 1234567890", n, err)
+	}
+	if _, err := parseSumExec([]byte("se.sum_exec_runtime : x.5\n")); err == nil {
+		t.Error("parseSumExec of x.5: no error")
+	}
+}

@@ -264,6 +264,7 @@ const (
 	SourceNAPIPolls = "napi_polls"
 	PrefixThreads   = "threads:" // threads:<comm prefix> -> "pid comm" lines
 	PrefixTasks     = "tasks:"   // tasks:<comm prefix> -> "pid comm utime stime processor" lines (clock ticks)
+	PrefixSched     = "sched:"   // sched:<comm prefix> -> "pid run_ns voluntary involuntary comm" lines (schedstat, status)
 	PrefixFile      = "file:"    // file:<path> -> contents
 	PrefixNsFile    = "nsfile:"  // nsfile:<netns>:<path> -> contents
 	SourceQdisc     = "qdisc"    // the root namespace's qdiscs -> one line each (below)
@@ -382,6 +383,15 @@ type Device struct {
 
 // SourceInject is the inject probes' counters: lines "name hits fired".
 const SourceInject = "inject"
+
+// SourceCover is the cover probes' counters: lines "function hits 0".
+const SourceCover = "cover"
+
+// Cover names the functions whose calls a run counts: those the kernel's
+// series changes.
+type Cover struct {
+	Funcs []string `json:"funcs"`
+}
 
 // Inject sets up race-widening probes: a busy-wait at a kernel function's
 // entry (or return) with a probability, up to a count, while armed.

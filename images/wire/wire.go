@@ -45,6 +45,7 @@ const (
 	OpIRQ      = "irq"      // IRQAffinity -> []int (the IRQ numbers changed)
 	OpDevices  = "devices"  // nothing -> []Device
 	OpInject   = "inject"   // Inject -> nothing (attaches the probes)
+	OpCover    = "cover"    // Cover -> []string, the functions left out and why (counts calls)
 	OpArm      = "arm"      // InjectArm -> nothing
 	OpQdisc    = "qdisc"    // Qdisc -> nothing
 	OpKmemleak = "kmemleak" // nothing -> KmemleakReport (debug kernels)

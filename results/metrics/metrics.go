@@ -24,6 +24,7 @@ const (
 	SourceQdisc      = "qdisc" // the root namespace's qdiscs; QdiscPrefix + netns for another namespace
 	QdiscPrefix      = "qdisc:"
 	TasksPrefix      = "tasks:"
+	SchedPrefix      = "sched:"
 )
 
 // ParseSource parses the text of an agent sample source.
@@ -62,6 +63,8 @@ func ParseSource(source, text string) (Series, error) {
 		return parseNAPI(text)
 	case strings.HasPrefix(src, TasksPrefix):
 		return parseTasks(text)
+	case strings.HasPrefix(src, SchedPrefix):
+		return parseSched(text)
 	}
 	return nil, fmt.Errorf("unknown source %q, want softirqs, softnet_stat, interrupts, snmp, netdev, napi_polls, qdisc[:<netns>], napi[:<netns>] or tasks:<prefix>", source)
 }
@@ -120,6 +123,45 @@ func parseTasks(text string) (Series, error) {
 	return s, nil
 }
 
+// taskFields are the fields of the ksoftirqd and napi families: cpu_seconds
+// from the tasks source, the others from the sched source.
+var taskFields = []string{"cpu_seconds", "run_us", "sleeps", "preempted"}
+
+// parseSched parses the agent's sched:<prefix> lines "pid run_ns voluntary
+// involuntary comm": run_us, sleeps and preempted summed over all tasks,
+// and <field>@<comm> summed over tasks sharing a comm. No lines is a valid
+// snapshot: every total 0.
+func parseSched(text string) (Series, error) {
+	s := Series{"run_us": {0}, "sleeps": {0}, "preempted": {0}}
+	for _, l := range nonEmptyLines(text) {
+		f := strings.Fields(l)
+		if len(f) < 5 {
+			return nil, fmt.Errorf("bad sched line %s: want \"pid run_ns voluntary involuntary comm\"", quote(l))
+		}
+		var v [4]uint64
+		for i := range v {
+			var err error
+			if v[i], err = strconv.ParseUint(f[i], 10, 64); err != nil {
+				return nil, fmt.Errorf("bad sched line %s: %w", quote(l), err)
+			}
+		}
+		comm := strings.Join(f[4:], " ")
+		for i, field := range []string{"run_us", "sleeps", "preempted"} {
+			x := float64(v[i+1])
+			if field == "run_us" {
+				x /= 1000
+			}
+			s[field][0] += x
+			key := field + "@" + comm
+			if s[key] == nil {
+				s[key] = []float64{0}
+			}
+			s[key][0] += x
+		}
+	}
+	return s, nil
+}
+
 // Ref is a parsed metric name: the sample source to request and the
 // Series field to read.
 type Ref struct {
@@ -147,8 +189,8 @@ var (
 		"interrupts": {SourceInterrupts, nil, true},
 		"snmp":       {SourceSNMP, nil, false},
 		"netdev":     {SourceNetdev, nil, false},
-		"ksoftirqd":  {TasksPrefix + "ksoftirqd/", []string{"cpu_seconds"}, true},
-		"napi":       {TasksPrefix + "napi/", []string{"cpu_seconds"}, false},
+		"ksoftirqd":  {TasksPrefix + "ksoftirqd/", taskFields, true},
+		"napi":       {TasksPrefix + "napi/", taskFields, false},
 	}
 )
 
@@ -194,10 +236,18 @@ func Parse(name string) (Ref, error) {
 	case m.Field == "" || strings.ContainsAny(m.Field, " \t\r\n"):
 		return Ref{}, fmt.Errorf("bad field %q in metric %q, want %s.<field>[.cpuN]", m.Field, name, src)
 	}
-	if strings.HasPrefix(fam.source, TasksPrefix) {
+	if comm, ok := strings.CutPrefix(fam.source, TasksPrefix); ok {
+		field := m.Field
 		m.Field = "total"
 		if m.CPU >= 0 {
-			m.Field = strings.TrimPrefix(fam.source, TasksPrefix) + strconv.Itoa(m.CPU)
+			m.Field = comm + strconv.Itoa(m.CPU)
+		}
+		if field != "cpu_seconds" { // the sched source's fields
+			m.Source = SchedPrefix + comm
+			m.Field = field
+			if m.CPU >= 0 {
+				m.Field = field + "@" + comm + strconv.Itoa(m.CPU)
+			}
 		}
 	}
 	return m, nil
@@ -208,7 +258,7 @@ const maxCPUs = 8192
 
 // From reads the metric from a Series parsed from m.Source.
 func (m Ref) From(s Series) (float64, bool) {
-	if strings.HasPrefix(m.Source, TasksPrefix) {
+	if strings.HasPrefix(m.Source, TasksPrefix) || strings.HasPrefix(m.Source, SchedPrefix) {
 		return s.Value(m.Field, -1) // one value per task; the CPU is in Field
 	}
 	if v, ok := s.Value(m.Field, m.CPU); ok || m.Source != SourceNAPIPolls {
@@ -259,6 +309,18 @@ var Known = []Doc{
 		"CPU time (utime+stime) of the ksoftirqd threads, or of ksoftirqd/N"},
 	{"napi.cpu_seconds", "/proc/PID/stat of napi/*", "seconds", false,
 		"CPU time (utime+stime) of all threaded-NAPI kthreads"},
+	{"ksoftirqd.run_us[.cpuN]", "/proc/PID/sched (se.sum_exec_runtime) of ksoftirqd/N", "microseconds", true,
+		"time on a CPU of the ksoftirqd threads, to the ns (cpu_seconds counts 10 ms ticks)"},
+	{"napi.run_us", "/proc/PID/sched (se.sum_exec_runtime) of napi/*", "microseconds", false,
+		"time on a CPU of all threaded-NAPI kthreads, to the ns"},
+	{"ksoftirqd.sleeps[.cpuN]", "/proc/PID/status of ksoftirqd/N", "count", true,
+		"voluntary context switches: times the threads went to sleep (each a wakeup when they run again)"},
+	{"napi.sleeps", "/proc/PID/status of napi/*", "count", false,
+		"voluntary context switches of the NAPI kthreads: times they slept"},
+	{"ksoftirqd.preempted[.cpuN]", "/proc/PID/status of ksoftirqd/N", "count", true,
+		"involuntary context switches: times the threads were preempted while runnable"},
+	{"napi.preempted", "/proc/PID/status of napi/*", "count", false,
+		"involuntary context switches of the NAPI kthreads"},
 	{"napi.<dev>.<napi>.<field>", "netdev genetlink napi-get", "value (gauge)", false,
 		"what the kernel reports of a NAPI: " + strings.Join(NAPIFields, ", ") + "; napi is rx-<queue> (the lowest RX queue queue-get links to it; " +
 			"without links, the i-th NAPI in id order) or the NAPI id; threaded is 0 disabled, 1 enabled, 2 busy-poll; pid 0 = no kthread; " +

@@ -145,3 +145,35 @@ func TestKnownMetrics(t *testing.T) {
 		}
 	}
 }
+
+func TestSchedMetrics(t *testing.T) {
+	text := "12 1500000 7 2 ksoftirqd/0\n13 500000 3 1 ksoftirqd/1\n40 2000 1 0 napi/vrx-5\n"
+	s, err := ParseSource("sched:ksoftirqd/#2", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]float64{
+		"ksoftirqd.run_us": 2002, "ksoftirqd.run_us.cpu0": 1500, "ksoftirqd.sleeps.cpu1": 3,
+		"ksoftirqd.preempted": 3, "napi.sleeps": 11,
+	} {
+		m, err := Parse(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(m.Source, SchedPrefix) {
+			t.Errorf("%s: source %q, want sched:", name, m.Source)
+		}
+		if got, ok := m.From(s); !ok || got != want {
+			t.Errorf("%s = %v, %v; want %v", name, got, ok, want)
+		}
+	}
+	if m, _ := Parse("napi.cpu_seconds"); m.Source != TasksPrefix+"napi/" {
+		t.Errorf("napi.cpu_seconds reads %q, want the tasks source", m.Source)
+	}
+	if _, err := ParseSource("sched:napi/", "12 x 1 2 napi/a"); err == nil {
+		t.Error("a bad run_ns parsed")
+	}
+	if s, err := ParseSource("sched:napi/", ""); err != nil || s["sleeps"][0] != 0 {
+		t.Errorf("no tasks: %v %v, want sleeps 0", s, err)
+	}
+}

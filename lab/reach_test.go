@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"napilab/results"
+	"napilab/scenarios"
+)
+
+func TestReach(t *testing.T) {
+	rc := reach{}
+	cov := func(calls ...uint64) *results.Coverage {
+		c := &results.Coverage{}
+		for i, n := range calls {
+			c.Funcs = append(c.Funcs, results.FuncCalls{CoverFunc: results.CoverFunc{Func: []string{"a", "b", "c"}[i], Probes: []string{"x"}}, Calls: n})
+		}
+		return c
+	}
+	rc.add("k", cov(0, 3, 0))
+	rc.add("k", cov(0, 0, 2))
+	partial := cov(5, 5, 5)
+	partial.Partial = true
+	rc.add("k", partial) // a run read early says nothing of what never ran
+	rc.add("other", cov(1, 1, 1))
+	rc.add("none", nil)
+	var b bytes.Buffer
+	rc.print(&b)
+	if want := "NOTE  k: no run reached one of its series' functions: a\n"; b.String() != want {
+		t.Errorf("printed %q, want %q", b.String(), want)
+	}
+}
+
+func TestModesOn(t *testing.T) {
+	s, err := scenarios.Open("../scenarios/perf/udp-flood.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, _, err := s.ForMode("threaded", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		s     *scenarios.Scenario
+		modes []string
+		want  bool
+	}{
+		{s, nil, true},                   // a spec without modes: every mode
+		{s, []string{"threaded"}, false}, // softirq is not what the series is about
+		{th, []string{"threaded"}, true}, // threaded is
+		{s, []string{"busy-poll"}, true}, // the series names none of the scenario's modes: all run
+		{th, []string{"softirq", "threaded"}, true},
+	} {
+		if got := modesOn(tc.s, tc.modes); got != tc.want {
+			t.Errorf("mode %s on a series about %v: %v, want %v", tc.s.Mode(), tc.modes, got, tc.want)
+		}
+	}
+}
