@@ -20,8 +20,9 @@ KERNELS ?= kernels/stock-6.1.yaml kernels/stock-6.12.yaml kernels/ksoftirqd-6.12
 # The seed experiments run once each with their defaults: their assertions
 # say the experiment ran as designed (scenarios/seeds/, README).
 SCENARIOS ?= $(wildcard scenarios/*.yaml scenarios/seeds/*.yaml)
-# The perf scenarios (budgets against a baseline) run on the series kernels;
-# each is measured against the stock spec it extends.
+# The perf scenarios (budgets against a baseline) run on the series kernels,
+# in the modes each spec's series is about (modes:); each is measured against
+# the stock spec it extends.
 PERF_SCENARIOS ?= $(wildcard scenarios/perf/*.yaml)
 PERF_KERNELS ?= kernels/threaded-napi-6.1.yaml kernels/ksoftirqd-6.12.yaml
 # lab kselftest's default net set runs on these (the Debian image, the kernels'
@@ -31,7 +32,8 @@ KSELFTEST_KERNELS ?= kernels/stock-6.1.yaml kernels/stock-6.12.yaml
 # lockdep, UBSAN, kmemleak: bugs that do not crash a plain kernel).
 DEBUG_KERNELS ?= kernels/stock-6.1.yaml kernels/stock-6.12.yaml
 DEBUG_SCENARIOS ?= scenarios/napi-disable-race.yaml scenarios/napi-disable-threaded-gro.yaml \
-	scenarios/napi-disable-threaded-nic.yaml scenarios/busy-poll-threaded.yaml scenarios/threaded-toggle-under-load.yaml
+	scenarios/napi-disable-threaded-nic.yaml scenarios/busy-poll-threaded.yaml scenarios/threaded-toggle-under-load.yaml \
+	scenarios/overload.yaml
 
 # Host packages: QEMU, the kernel source (linux-source-7.3 is not installable on
 # bookworm: the lab fetches it, see kernels/fetch.go), the kernel build dependencies, ccache,

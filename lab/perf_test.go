@@ -92,15 +92,37 @@ func TestPerfControls(t *testing.T) {
 	const scenario = "scenarios/perf/udp-flood.yaml"
 	t.Run("control fails", func(t *testing.T) {
 		got := run(t, exitFail, "run", scenario, "-k", "kernels/regress-napi-extra-softirq-6.1.yaml")
-		if !regexp.MustCompile(`(?m)^FAIL  perf udp-flood on regress-napi-extra-softirq-6\.1 against stock-6\.1`).MatchString(got) ||
+		if !regexp.MustCompile(`(?m)^FAIL  perf udp-flood \[softirq\] on regress-napi-extra-softirq-6\.1 against stock-6\.1`).MatchString(got) ||
 			!regexp.MustCompile(`FAIL softirqs\.NET_RX per datagram \+\d+\.\d% .*budget \+10%: beyond the noise and the budget`).MatchString(got) {
 			t.Errorf("want a FAIL naming the NET_RX per datagram budget:\n%s", got)
 		}
 	})
 	t.Run("clean series passes", func(t *testing.T) {
 		got := run(t, exitPass, "run", scenario, "-k", "kernels/threaded-napi-6.1.yaml")
-		if !strings.Contains(got, "PASS  perf udp-flood on threaded-napi-6.1 against stock-6.1") {
-			t.Errorf("want a PASS against stock-6.1:\n%s", got)
+		// The series is about the threaded mode (its spec's modes:): only that one runs.
+		if !strings.Contains(got, "PASS  perf udp-flood [threaded] on threaded-napi-6.1 against stock-6.1") || strings.Contains(got, "[softirq]") {
+			t.Errorf("want a PASS in threaded mode only, against stock-6.1:\n%s", got)
+		}
+	})
+	// The threaded controls mutate the NAPI kthread's loop on top of
+	// threaded-napi-6.1 (their baseline): the threaded mode must FAIL on the
+	// kthread's sleeps per datagram, the softirq mode PASS without reaching
+	// the changed function.
+	t.Run("threaded control fails threaded only", func(t *testing.T) {
+		got := run(t, exitFail, "run", "scenarios/perf/nic-flood.yaml", "-k", "kernels/regress-napi-thread-repoll-sleep-6.1.yaml")
+		if !regexp.MustCompile(`(?m)^FAIL  perf nic-flood \[threaded\] on regress-napi-thread-repoll-sleep-6\.1 against threaded-napi-6\.1`).MatchString(got) ||
+			!regexp.MustCompile(`napi\.sleeps per datagram .*FAIL`).MatchString(got) {
+			t.Errorf("want the threaded mode to FAIL on napi.sleeps per datagram:\n%s", got)
+		}
+		if !regexp.MustCompile(`(?m)^PASS, not exercised  perf nic-flood \[softirq\] on regress-napi-thread-repoll-sleep-6\.1`).MatchString(got) {
+			t.Errorf("want the softirq mode to PASS without reaching napi_threaded_poll:\n%s", got)
+		}
+	})
+	t.Run("cost control fails on a cost figure only", func(t *testing.T) {
+		got := run(t, exitFail, "run", "scenarios/perf/nic-flood.yaml", "-k", "kernels/regress-napi-thread-kick-6.1.yaml")
+		if !regexp.MustCompile(`(?m)^FAIL  perf nic-flood \[threaded\] on regress-napi-thread-kick-6\.1 against threaded-napi-6\.1`).MatchString(got) ||
+			!regexp.MustCompile(`softirqs\.NET_RX per datagram .*FAIL`).MatchString(got) || regexp.MustCompile(`nic-udp\.rx_pps .*FAIL`).MatchString(got) {
+			t.Errorf("want a FAIL on softirqs.NET_RX per datagram, none on pps:\n%s", got)
 		}
 	})
 	t.Run("bisect", func(t *testing.T) {
@@ -120,7 +142,8 @@ func TestPerfControls(t *testing.T) {
 		if err != nil || len(bs) != 1 || bs[0].Kernel.Key == "" || bs[0].Host.QEMU == "" {
 			t.Fatalf("stored: %v %+v", err, bs)
 		}
-		got = run(t, exitFail, "run", scenario, "-k", "kernels/regress-napi-extra-softirq-6.1.yaml", "--against-baseline", "--baselines", baselines)
+		// -p threaded=0 pins the softirq mode, the one the baseline was recorded in.
+		got = run(t, exitFail, "run", scenario, "-k", "kernels/regress-napi-extra-softirq-6.1.yaml", "-p", "threaded=0", "--against-baseline", "--baselines", baselines)
 		if !strings.Contains(got, "against stock-6.1 (stored udp-flood@stock-6.1)") || strings.Contains(got, "a-1 ") {
 			t.Errorf("want side A from the stored baseline, no run of A:\n%s", got)
 		}
