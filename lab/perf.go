@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -50,6 +51,61 @@ func budgets(s *scenarios.Scenario) []stats.Budget {
 		out = append(out, stats.Budget{Metric: m, MaxDrop: drop, MaxRise: rise})
 	}
 	return out
+}
+
+// modeParams writes the parameters a perf mode sets, as in force: "threaded=1".
+func modeParams(s *scenarios.Scenario) string {
+	m := s.Mode()
+	if m == "" {
+		return ""
+	}
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(s.Perf.Modes[m])) {
+		kv = append(kv, k+"="+s.Values[k])
+	}
+	return strings.Join(kv, ", ")
+}
+
+// v0 is the worse of a budget check's verdict and the runs'.
+func v0(budgets, runs results.Verdict) results.Verdict {
+	if runs.Worse(budgets) {
+		return runs
+	}
+	return budgets
+}
+
+// modeTable keeps, per scenario and kernel, each mode's verdict and
+// budget changes, to print the modes side by side.
+type modeTable map[string]map[string]string
+
+func (mt modeTable) add(scenario, kernel, mode string, v results.Verdict, pc *stats.PerfCheck) {
+	if mode == "" {
+		return
+	}
+	key := scenario + " on " + kernel
+	if mt[key] == nil {
+		mt[key] = map[string]string{}
+	}
+	var parts []string
+	for _, b := range pc.Budgets {
+		parts = append(parts, fmt.Sprintf("%s %+.1f%%", b.Budget.Metric, (b.Row.Ratio-1)*100))
+	}
+	mt[key][mode] = fmt.Sprintf("%s %s (%s)", mode, v, strings.Join(parts, ", "))
+}
+
+// print draws the modes of each scenario side by side, where it ran in
+// more than one.
+func (mt modeTable) print(w io.Writer) {
+	for _, key := range slices.Sorted(maps.Keys(mt)) {
+		if len(mt[key]) < 2 {
+			continue
+		}
+		var cols []string
+		for _, m := range slices.Sorted(maps.Keys(mt[key])) {
+			cols = append(cols, mt[key][m])
+		}
+		fmt.Fprintf(w, "MODES  perf %s: %s\n", key, strings.Join(cols, " | "))
+	}
 }
 
 // perfName names a perf scenario with its mode: "udp-flood [threaded]".
@@ -114,7 +170,7 @@ func fileExists(p string) bool {
 // each, then checks the budgets. Its verdict is the worst of the runs'
 // (a splat or a failed assertion is a FAIL whatever the numbers) and the
 // budgets'.
-func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log io.Writer, rc reach) results.Verdict {
+func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log io.Writer, rc reach, modes modeTable) results.Verdict {
 	s := j.s
 	name := fmt.Sprintf("perf %s on %s", perfName(s), j.b.Kernel.Spec)
 	fail := func(v results.Verdict, format string, a ...any) results.Verdict {
@@ -221,6 +277,7 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 	}
 	pc := check()
 	n := s.Perf.Repeat
+	mode, params := s.Mode(), modeParams(s)
 	if more := secondLook(pc, n, s.Perf.MaxRepeat); more > n && worst == results.Pass {
 		// A second look at more runs: the first n runs stay, so the false
 		// FAIL rate grows a little over alpha (two looks, not one).
@@ -235,6 +292,8 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 		n = more
 		pc = check()
 	}
+	pc.Mode, pc.Params = mode, params
+	modes.add(s.Name, j.b.Kernel.Spec, mode, v0(pc.Verdict, worst), pc)
 	if err := writePerf(dir, pc, runs[aLabel], runs[bArm.Label]); err != nil {
 		fmt.Fprintf(log, "note: perf reports not written: %v\n", err)
 	}

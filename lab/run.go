@@ -224,6 +224,8 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 		}
 	}
 	defer rc.print(out)
+	modes := modeTable{}
+	defer modes.print(out)
 	if pl.worst.Worse(worst) {
 		worst = pl.worst
 	}
@@ -235,7 +237,7 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 		if ctx.Err() != nil || i%n != k-1 {
 			continue
 		}
-		if v := runPerf(ctx, gs, j, o, out, stderr, rc); v.Worse(worst) {
+		if v := runPerf(ctx, gs, j, o, out, stderr, rc, modes); v.Worse(worst) {
 			worst = v
 		}
 	}

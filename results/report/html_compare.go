@@ -110,6 +110,7 @@ var comparePage = template.Must(template.New("compare").Funcs(repFuncs).Parse(`<
 <h1>{{.Scenario}}: <span class="side-a">A {{.C.A}}</span> vs <span class="side-b">B {{.C.B}}</span></h1>
 {{- with .Perf}}
 <div class="banner {{.Verdict}}"><span class="badge {{.Verdict}}">{{.Verdict}}</span> {{.Summary}}
+{{- if .Mode}}<div>mode <b>{{.Mode}}</b> ({{.Params}}): every figure below was measured in it</div>{{end}}
 <div class="small">{{.Method}}</div></div>
 <h2>Budgets</h2>
 <p class="small">One dot per run, <span class="side-a">A (baseline)</span> above <span class="side-b">B (candidate)</span>; the bar is each side's median, the dashed red line the budget's bound.</p>

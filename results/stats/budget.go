@@ -38,12 +38,16 @@ type BudgetResult struct {
 // PerfCheck is the verdict of a candidate kernel's runs against a baseline's
 // under a set of budgets.
 type PerfCheck struct {
-	Baseline  string          `json:"baseline"`  // label of side A (the Sample.Kernel value)
-	Candidate string          `json:"candidate"` // label of side B
-	Alpha     float64         `json:"alpha"`     // significance level of the rank test
-	Compare   *Comparison     `json:"compare"`   // every metric, as lab compare
-	Budgets   []BudgetResult  `json:"budgets"`   // one per budget, in the order given
-	Verdict   results.Verdict `json:"verdict"`   // the worst budget verdict (Worse), Pass when there are no budgets
+	Baseline  string `json:"baseline"`  // label of side A (the Sample.Kernel value)
+	Candidate string `json:"candidate"` // label of side B
+	// Mode is the scenario's perf mode and Params its parameters in force
+	// ("threaded=1"), set by the caller: what the figures belong to.
+	Mode    string          `json:"mode,omitempty"`
+	Params  string          `json:"params,omitempty"`
+	Alpha   float64         `json:"alpha"`   // significance level of the rank test
+	Compare *Comparison     `json:"compare"` // every metric, as lab compare
+	Budgets []BudgetResult  `json:"budgets"` // one per budget, in the order given
+	Verdict results.Verdict `json:"verdict"` // the worst budget verdict (Worse), Pass when there are no budgets
 }
 
 // CheckBudgets compares the candidate's samples with the baseline's (as

@@ -16,7 +16,11 @@ import (
 // budgets that did not PASS, the overall verdict and the method. Write
 // errors are not reported; w is expected to be a terminal or a buffer.
 func (p *PerfCheck) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "A (baseline): %s\nB (candidate): %s\n\n", p.Baseline, p.Candidate)
+	fmt.Fprintf(w, "A (baseline): %s\nB (candidate): %s\n", p.Baseline, p.Candidate)
+	if p.Mode != "" {
+		fmt.Fprintf(w, "mode: %s (%s)\n", p.Mode, p.Params)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, cells := range p.cells() {
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
@@ -29,7 +33,11 @@ func (p *PerfCheck) WriteText(w io.Writer) {
 // WriteMarkdown writes p as a GitHub-flavoured markdown table followed by
 // the reasons, the verdict and the method. Write errors are not reported.
 func (p *PerfCheck) WriteMarkdown(w io.Writer) {
-	fmt.Fprintf(w, "A (baseline): `%s`, B (candidate): `%s`\n\n", p.Baseline, p.Candidate)
+	fmt.Fprintf(w, "A (baseline): `%s`, B (candidate): `%s`", p.Baseline, p.Candidate)
+	if p.Mode != "" {
+		fmt.Fprintf(w, ", mode `%s` (%s)", p.Mode, p.Params)
+	}
+	fmt.Fprint(w, "\n\n")
 	writeMarkdownTable(w, p.cells(), "|---|--:|--:|--:|--:|--:|---|")
 	p.reasons(w, "- ")
 	fmt.Fprintf(w, "\n**%s**\n\n%s\n", p.Summary(), p.Method())
