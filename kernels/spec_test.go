@@ -157,3 +157,27 @@ func FuzzLoadSpec(f *testing.F) {
 		LoadSpec(filepath.Join(dir, "x.yaml"))
 	})
 }
+
+// TestLoadSpecModes: a variant inherits its parent's perf modes unless it
+// names its own, which replace them; a bad name is an error at its line.
+func TestLoadSpecModes(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"parent.yaml": "name: parent\nbase:\n  tarball: src.tar.xz\nmodes: [threaded, softirq]\n",
+		"same.yaml":   "name: same\nextends: parent.yaml\n",
+		"own.yaml":    "name: own\nextends: parent.yaml\nmodes: [busy-poll]\n",
+		"bad.yaml":    "name: bad\nbase:\n  tarball: src.tar.xz\nmodes:\n  - a/b\n",
+		"src.tar.xz":  "",
+	})
+	for file, want := range map[string][]string{"parent.yaml": {"threaded", "softirq"}, "same.yaml": {"threaded", "softirq"}, "own.yaml": {"busy-poll"}} {
+		spec, err := LoadSpec(filepath.Join(dir, file))
+		if err != nil {
+			t.Errorf("%s: %v", file, err)
+		} else if !reflect.DeepEqual(spec.Modes, want) {
+			t.Errorf("%s: modes %v, want %v", file, spec.Modes, want)
+		}
+	}
+	if _, err := LoadSpec(filepath.Join(dir, "bad.yaml")); err == nil || !strings.Contains(err.Error(), `bad.yaml:5: modes: "a/b"`) {
+		t.Errorf("bad mode: %v", err)
+	}
+}
