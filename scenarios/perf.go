@@ -457,6 +457,17 @@ func explainPerf(w io.Writer, p *Perf) {
 	}
 	fmt.Fprintf(w, "perf: against %s, %d runs per side%s, rank test at alpha %g; a budget FAILs when the change is beyond both the noise and its tolerance\n",
 		against, p.Repeat, more, p.Alpha)
+	if len(p.Modes) > 0 {
+		var ms []string
+		for _, name := range sortedKeys(p.Modes) {
+			var kv []string
+			for _, k := range sortedKeys(p.Modes[name]) {
+				kv = append(kv, k+"="+p.Modes[name][k])
+			}
+			ms = append(ms, name+" ("+strings.Join(kv, ", ")+")")
+		}
+		fmt.Fprintf(w, "  modes: %s; lab run measures each the kernel's spec lists (modes:), all of them when it lists none, each its own verdict\n", strings.Join(ms, ", "))
+	}
 	for _, b := range p.Budgets {
 		dir, tol := b.Tolerance()
 		verb := map[string]string{"max_drop": "drops", "max_rise": "rises"}[dir]
@@ -464,6 +475,10 @@ func explainPerf(w io.Writer, p *Perf) {
 		if b.Noise > 0 {
 			noise = fmt.Sprintf("noise %v: needs %d runs per side at %g%% power", b.Noise, b.RunsNeeded(p.Alpha), PerfPower*100)
 		}
-		fmt.Fprintf(w, "  - FAIL if %s %s by more than %v (%s) (line %d)\n", b.Metric, verb, tol, noise, b.Pos.Line)
+		in := ""
+		if len(b.Modes) > 0 {
+			in = " in mode " + strings.Join(b.Modes, ", ")
+		}
+		fmt.Fprintf(w, "  - FAIL if %s %s by more than %v%s (%s) (line %d)\n", b.Metric, verb, tol, in, noise, b.Pos.Line)
 	}
 }
