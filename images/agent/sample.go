@@ -139,21 +139,31 @@ func parseStat(s string) (taskStat, error) {
 // tasks lists "pid comm utime stime processor" for every task whose comm
 // starts with prefix, sorted by pid.
 func tasks(prefix string) string {
+	return taskLines(func(pid int, dir string) (string, bool) {
+		b, err := os.ReadFile(dir + "/stat")
+		if err != nil {
+			return "", false // exited
+		}
+		st, err := parseStat(string(b))
+		if err != nil || !strings.HasPrefix(st.Comm, prefix) {
+			return "", false
+		}
+		return fmt.Sprintf("%d %s %d %d %d", pid, st.Comm, st.Utime, st.Stime, st.CPU), true
+	})
+}
+
+// taskLines joins the line each task gives (those that give one), sorted
+// by pid.
+func taskLines(line func(pid int, dir string) (string, bool)) string {
 	type row struct {
 		pid  int
 		line string
 	}
 	var rows []row
 	for pid, dir := range eachTask("/proc") {
-		b, err := os.ReadFile(dir + "/stat")
-		if err != nil {
-			continue // exited
+		if l, ok := line(pid, dir); ok {
+			rows = append(rows, row{pid, l})
 		}
-		st, err := parseStat(string(b))
-		if err != nil || !strings.HasPrefix(st.Comm, prefix) {
-			continue
-		}
-		rows = append(rows, row{pid, fmt.Sprintf("%d %s %d %d %d", pid, st.Comm, st.Utime, st.Stime, st.CPU)})
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].pid < rows[j].pid })
 	lines := make([]string, len(rows))

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -17,24 +16,13 @@ import (
 // was preempted) context switches (status). The comm comes last: it may
 // hold spaces. A task whose run time cannot be read is left out.
 func sched(prefix string) string {
-	type row struct {
-		pid  int
-		line string
-	}
-	var rows []row
-	for pid, dir := range eachTask("/proc") {
+	return taskLines(func(pid int, dir string) (string, bool) {
 		st, err := readTaskSched(dir)
 		if err != nil || !strings.HasPrefix(st.comm, prefix) {
-			continue // exited, or not one of ours
+			return "", false // exited, or not one of ours
 		}
-		rows = append(rows, row{pid, fmt.Sprintf("%d %d %d %d %s", pid, st.runNs, st.voluntary, st.involuntary, st.comm)})
-	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].pid < rows[j].pid })
-	lines := make([]string, len(rows))
-	for i, r := range rows {
-		lines[i] = r.line
-	}
-	return strings.Join(lines, "\n")
+		return fmt.Sprintf("%d %d %d %d %s", pid, st.runNs, st.voluntary, st.involuntary, st.comm), true
+	})
 }
 
 // taskSched is what sched reads of one task.
