@@ -228,7 +228,7 @@ var runPage = template.Must(template.New("run").Funcs(repFuncs).Parse(`<!DOCTYPE
 <style>` + repCSS + `</style></head>
 <body><main>
 {{- $r := .R}}
-<h1><span class="badge {{$r.Verdict}}">{{$r.Verdict}}</span> {{$r.Scenario}} <span class="small">on</span> {{$r.Kernel.Spec}}</h1>
+<h1><span class="badge {{$r.Verdict}}">{{$r.Verdict}}</span>{{if $r.Coverage.NotExercised}} <span class="small">not exercised</span>{{end}} {{$r.Scenario}} <span class="small">on</span> {{$r.Kernel.Spec}}</h1>
 <div class="banner {{$r.Verdict}}">
 {{- if $r.Reasons}}<ul>{{range $r.Reasons}}<li>{{.}}</li>{{end}}</ul>
 {{- else}}every assertion held ({{.Passed}} of {{len $r.Asserts}}), no splat{{end}}
@@ -261,6 +261,16 @@ var runPage = template.Must(template.New("run").Funcs(repFuncs).Parse(`<!DOCTYPE
 <tr{{if .Warning}} class="fail"{{end}}><td>{{.Name}} <span class="small">line {{.Line}}</span>{{if .Warning}}<div class="small">{{.Warning}}</div>{{end}}</td><td><code>{{.At}}</code> ({{.On}})</td><td>{{.Delay}}</td><td>{{.Probability}}</td><td class="num">{{.Hits}}</td><td class="num">{{.Fired}}</td></tr>
 {{- end}}
 </table>
+{{- end}}
+
+{{- with $r.Coverage}}
+<h2>The series' functions <span class="small">calls the run counted of each function the kernel's own patches change</span></h2>
+<table><tr><th>function</th><th>counted at</th><th>calls</th></tr>
+{{- range .Funcs}}
+<tr><td><code>{{.Func}}</code></td><td>{{if .Why}}<span class="small">not counted: {{.Why}}</span>{{else}}{{range .Probes}}<code>{{.}}</code> {{end}}{{if eq .Via "callers"}}<span class="small">(inlined: its callers, an upper bound)</span>{{end}}{{end}}</td><td class="num">{{if not .Why}}{{.Calls}}{{end}}</td></tr>
+{{- end}}
+</table>
+{{- if .Partial}}<p class="small">read before the timeline ended: lower bounds</p>{{end}}
 {{- end}}
 
 {{- if $r.Kselftests}}

@@ -313,3 +313,19 @@ func TestReportFolders(t *testing.T) {
 		t.Errorf("run entry %+v", f)
 	}
 }
+
+// TestHTMLCoverage shows the series' functions and their calls, and says
+// "not exercised" when every one was counted and none ran.
+func TestHTMLCoverage(t *testing.T) {
+	fn := func(name string, calls uint64, via string, probes ...string) results.FuncCalls {
+		return results.FuncCalls{CoverFunc: results.CoverFunc{Func: name, Probes: probes, Via: via}, Calls: calls}
+	}
+	r := &results.Result{Verdict: results.Pass, Scenario: "rps-ipi", Coverage: &results.Coverage{Funcs: []results.FuncCalls{
+		fn("napi_threaded_poll", 0, "", "napi_threaded_poll"), fn("napi_schedule_rps", 0, "callers", "enqueue_to_backlog")}}}
+	page, _ := reportHTML(t, r, nil)
+	reportContains(t, page, "functions <span class=\"small\">calls the run counted", "<code>enqueue_to_backlog</code>", "inlined: its callers", "not exercised")
+	r.Coverage.Funcs[1].Calls = 12
+	if page, _ := reportHTML(t, r, nil); strings.Contains(page, "not exercised") {
+		t.Error("a run that called a changed function is said not exercised")
+	}
+}
