@@ -74,6 +74,51 @@ func SeriesFunctions(ctx context.Context, spec *Spec, a *Artifact, cacheDir stri
 	return out, nil
 }
 
+// cIdent is a C function name: what a name given on the command line must be
+// before it becomes a kprobe.
+var cIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// NamedFunctions resolves functions named by hand (lab run --cover) to the
+// symbols that count their calls: their own or a compiler clone's. A name
+// the vmlinux has no symbol for (inlined everywhere, or not built) is an
+// error that says so: its callers must be named instead.
+func NamedFunctions(a *Artifact, names []string) ([]Changed, error) {
+	syms, err := functionSymbols(filepath.Join(a.Dir, VmlinuxFile))
+	if err != nil {
+		return nil, err
+	}
+	return namedFunctions(syms, names)
+}
+
+// CheckFunctionName says whether a name given by hand can be a kernel
+// function's.
+func CheckFunctionName(n string) error {
+	if !cIdent.MatchString(n) {
+		return fmt.Errorf("cover %q: not a C function name", n)
+	}
+	return nil
+}
+
+func namedFunctions(syms map[string]bool, names []string) ([]Changed, error) {
+	var out []Changed
+	var missing []string
+	for _, n := range names {
+		if err := CheckFunctionName(n); err != nil {
+			return nil, err
+		}
+		c := probesFor(patches.Change{Func: n}, syms, "")
+		if len(c.Probes) == 0 {
+			missing = append(missing, n)
+			continue
+		}
+		out = append(out, c)
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("cover %s: the kernel has no function symbol of that name (inlined everywhere or not built): name its callers", strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
 // probesFor finds the symbols that count a changed function's calls.
 func probesFor(c patches.Change, syms map[string]bool, tree string) Changed {
 	ch := Changed{File: c.File, Func: c.Func}

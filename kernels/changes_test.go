@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,5 +66,28 @@ func TestPlaceHunk(t *testing.T) {
 	}
 	if got := enclosing(lines, 2); got != "helper" {
 		t.Errorf("enclosing(line 3) = %q", got)
+	}
+}
+
+func TestNamedFunctions(t *testing.T) {
+	syms := map[string]bool{"napi_enable": true, "skb_defer_free_flush.part.0": true, "skb_defer_free_flush.cold": true}
+	got, err := namedFunctions(syms, []string{"napi_enable", "skb_defer_free_flush"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !slices.Equal(got[0].Probes, []string{"napi_enable"}) || got[0].Via != "" ||
+		!slices.Equal(got[1].Probes, []string{"skb_defer_free_flush.part.0"}) || got[1].Via != "clone" {
+		t.Errorf("probes: %+v", got)
+	}
+	for name, want := range map[string]string{
+		"napi_thread_wait": "inlined everywhere or not built",
+		"p_sym:x":          "not a C function name",
+		"../../etc":        "not a C function name",
+		"":                 "not a C function name",
+		"9napi":            "not a C function name",
+	} {
+		if _, err := namedFunctions(syms, []string{name}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", name, err, want)
+		}
 	}
 }

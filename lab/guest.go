@@ -35,6 +35,7 @@ type guests struct {
 	commit    string           // build a tree or git base at this commit (lab repro)
 	nice      int              // builds' niceness (kernels.Options.Nice): lab run's guests beside them come first
 	noCover   bool             // count no calls of the series' functions (lab run --no-cover)
+	coverFns  []string         // count these functions' calls instead of the series' (lab run --cover)
 }
 
 // release drops the holds on the Debian images built, letting prunes remove them.
@@ -141,22 +142,31 @@ func (gs *guests) buildGuest(ctx context.Context, kpath string, debian bool, fl 
 		gu.cfg = guestConfig(kpath, spec, kern, gs.agent)
 	}
 	if err == nil && !gs.noCover {
-		gs.cover(ctx, &gu.cfg, spec, kern)
+		err = gs.cover(ctx, &gu.cfg, spec, kern)
 	}
 	return gu, err
 }
 
-// cover sets the functions of the kernel's series whose calls every run
-// counts; a series the lab cannot read counts none and says why.
-func (gs *guests) cover(ctx context.Context, cfg *runner.Config, spec *kernels.Spec, kern *kernels.Artifact) {
+// cover sets the functions whose calls every run counts: those named by
+// --cover, or the kernel's series'; a series the lab cannot read counts none
+// and says why.
+func (gs *guests) cover(ctx context.Context, cfg *runner.Config, spec *kernels.Spec, kern *kernels.Artifact) error {
+	if len(gs.coverFns) > 0 {
+		named, err := kernels.NamedFunctions(kern, gs.coverFns)
+		for _, c := range named {
+			cfg.Cover = append(cfg.Cover, results.CoverFunc{Func: c.Func, Probes: c.Probes, Via: c.Via})
+		}
+		return err
+	}
 	changed, err := kernels.SeriesFunctions(ctx, spec, kern, gs.g.cache())
 	if err != nil {
 		fmt.Fprintf(gs.log, "%s: the series' functions are not counted: %v\n", spec.Name, err)
-		return
+		return nil
 	}
 	for _, c := range changed {
 		cfg.Cover = append(cfg.Cover, results.CoverFunc{Func: c.Func, Probes: c.Probes, Via: c.Via})
 	}
+	return nil
 }
 
 // kernel builds the spec at kpath as flavour fl. A build that failed is

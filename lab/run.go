@@ -32,6 +32,7 @@ type runOptions struct {
 	untilFail bool
 	noPolls   bool
 	noCover   bool
+	cover     []string
 	shard     string
 	verbose   bool // progress lines from the runner (single-guest runs)
 	flavour   string
@@ -82,6 +83,7 @@ or beside the kernels -k names.`,
 	cmd.Flags().BoolVar(&o.untilFail, "until-fail", false, "stop starting runs after the first FAIL")
 	cmd.Flags().BoolVar(&o.noPolls, "no-polls", false, "do not sample who polled each NAPI (no BPF in the guest unless an assertion needs it)")
 	cmd.Flags().BoolVar(&o.noCover, "no-cover", false, "do not count the calls of the functions a kernel's series changes (kprobes in every run of a kernel with patches of its own)")
+	cmd.Flags().StringSliceVar(&o.cover, "cover", nil, "count the calls of these kernel functions in every run instead of the series' (name,name,...: did a scenario reach them?)")
 	cmd.Flags().StringVar(&o.shard, "shard", "", "run only shard K/N of the matrix, e.g. 2/4")
 	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "print the runner's progress (boot, steps, kselftests)")
 	cmd.Flags().StringVar(&o.flavour, "flavour", "", flavourUsage)
@@ -193,7 +195,12 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 	var out io.Writer = tw
 	stderr := cmd.ErrOrStderr()
 	gs := newGuests(g, o.makeJobs, stderr)
-	gs.noCover = o.noCover
+	gs.noCover, gs.coverFns = o.noCover, o.cover
+	for _, fn := range o.cover {
+		if err := kernels.CheckFunctionName(fn); err != nil {
+			return err
+		}
+	}
 	defer gs.release()
 	var err error
 	if gs.flavour, err = kernels.ParseFlavour(o.flavour); err != nil {

@@ -12,7 +12,7 @@ import (
 type GRO struct {
 	Dev   string `yaml:"dev"`
 	Netns string `yaml:"netns"`
-	On    *bool  `yaml:"on"` // unset = toggle each repetition
+	On    *bool  `yaml:"enabled"` // unset = toggle each repetition
 }
 
 func (g *GRO) check(k *checker, st *Step) { k.checkRef(st.Pos, g.Netns, g.Dev) }

@@ -11,7 +11,7 @@ import (
 // InjectStep arms or disarms a probe from the timeline.
 type InjectStep struct {
 	Name string `yaml:"name"`
-	On   *bool  `yaml:"on"` // unset = toggle each repetition, starting with off
+	On   *bool  `yaml:"armed"` // unset = toggle each repetition, starting with off
 }
 
 // check has nothing to do: injects checks the probe name with the probes.

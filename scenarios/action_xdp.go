@@ -12,7 +12,7 @@ import (
 type XDP struct {
 	Dev   string `yaml:"dev"`
 	Netns string `yaml:"netns"`
-	On    *bool  `yaml:"on"`   // unset = toggle, starting with attach
+	On    *bool  `yaml:"attached"` // unset = toggle, starting with attach
 	Mode  string `yaml:"mode"` // native, generic or "" (kernel's choice)
 }
 

@@ -17,7 +17,7 @@ topology:
        peer: {name: vtx, netns: a, address: 10.1.0.2/24, features: {tx-tcp-segmentation: false, tx-checksumming: true}}}
 inject:
   - {at: napi_enable+0x1c, delay: 200us}
-  - {name: slow-disable, at: napi_disable, on: return, delay: 1ms, probability: 0.25, count: 50, armed: false}
+  - {name: slow-disable, at: napi_disable, when: return, delay: 1ms, probability: 0.25, count: 50, armed: false}
 timeline:
   - name: flip vrx
     write: {path: /sys/class/net/vrx/threaded, values: ["1", "0"]}
@@ -43,8 +43,8 @@ func TestExplain(t *testing.T) {
 			"  napi_enable+0x1c: spin 200µs at napi_enable+0x1c, probability 1, no limit, armed from the start (line 9)\n",
 			"  slow-disable: spin 1ms on return from napi_disable, probability 0.25, at most 50 times, disarmed until an inject step arms it (line 10)\n",
 		}},
-		{"inject steps", `  - inject: {name: slow-disable, on: true}
-  - inject: {name: slow-disable, on: false}
+		{"inject steps", `  - inject: {name: slow-disable, armed: true}
+  - inject: {name: slow-disable, armed: false}
   - {inject: {name: napi_enable+0x1c}, every: 1s, count: 2}
 `, []string{
 			"arm inject probe slow-disable (line 20)",

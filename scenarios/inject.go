@@ -14,7 +14,7 @@ type Inject struct {
 	// At is a kallsyms symbol, optionally +offset: napi_enable, napi_enable+0x1c.
 	At string `yaml:"at"`
 	// On is entry (default) or return.
-	On          string   `yaml:"on"`
+	On          string   `yaml:"when"`
 	Delay       Duration `yaml:"delay"`
 	Probability *float64 `yaml:"probability"` // default 1
 	Count       int      `yaml:"count"`       // most firings, 0 = no limit
@@ -73,10 +73,10 @@ func (k *checker) injects() {
 		}
 		names[in.Name] = true
 		if in.On != "entry" && in.On != "return" {
-			c.add(p, "inject on %q: want entry or return", in.On)
+			c.add(p, "inject when %q: want entry or return", in.On)
 		}
 		if in.On == "return" && probeAt.MatchString(in.At) && regexp.MustCompile(`\+`).MatchString(in.At) {
-			c.add(p, "inject on return takes a symbol without +offset")
+			c.add(p, "inject when: return takes a symbol without +offset")
 		}
 		if d := in.Delay.D(); d < MinInjectDelay || d > MaxInjectDelay {
 			c.add(p, "inject delay %v: want %v to %v (the kernel spins with preemption off)", d, MinInjectDelay, MaxInjectDelay)

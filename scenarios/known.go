@@ -18,6 +18,12 @@ var (
 	unmarshaler    = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 )
 
+// renamedOn is what each field once called on: is called now.
+var renamedOn = map[reflect.Type]string{
+	reflect.TypeOf(GRO{}): "enabled:", reflect.TypeOf(XDP{}): "attached:",
+	reflect.TypeOf(InjectStep{}): "armed:", reflect.TypeOf(Inject{}): "when: entry or return",
+}
+
 // checkKnown walks the document against the Go types: unknown keys and
 // values of the wrong shape are reported with their line and column.
 func checkKnown(n *yaml.Node, t reflect.Type, where string, c *collector) {
@@ -63,6 +69,10 @@ func checkKnown(n *yaml.Node, t reflect.Type, where string, c *collector) {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			ft, ok := fields[k.Value]
+			if !ok && k.Value == "on" && renamedOn[t] != "" {
+				c.at(k.Line, k.Column, "on:%s is read as true by YAML 1.1 tools (PyYAML, yamllint): write %s", in(where), renamedOn[t])
+				continue
+			}
 			if !ok {
 				c.at(k.Line, k.Column, "unknown field %q%s%s", k.Value, in(where), suggest(k.Value, fields))
 				continue

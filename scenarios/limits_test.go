@@ -102,7 +102,7 @@ func TestExpansionLimits(t *testing.T) {
 		{
 			name: "parameter expansion",
 			files: map[string]string{"main.yaml": "name: params\nparams: {d: " + long + "}\ntimeline:\n" +
-				strings.Repeat("  - {name: ${d}, sleep: 1ms}\n", 50)},
+				strings.Repeat("  - {name: \"${d}\", sleep: 1ms}\n", 50)},
 			want: "main.yaml: over 4194304 bytes once parameters are substituted",
 		},
 	}

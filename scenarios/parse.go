@@ -52,25 +52,22 @@ func Parse(name string, data []byte, params map[string]string) (*Scenario, error
 	}
 	var root *yaml.Node
 	for _, src := range srcs { // the main file first; fragments merge into it
-
-		text, ok := substitute(src.data, values, MaxExpandedSize, func(line int, format string, args ...any) {
-			c.add(Pos{File: src.name, Line: line}, format, args...)
-		})
-		if !ok {
-			return nil, errTooLarge(src.name)
-		}
-		var doc yaml.Node
-		if err := yaml.Unmarshal(text, &doc); err != nil {
-			return nil, yamlError(src.name, err)
-		}
-		if len(doc.Content) == 0 {
+		doc := src.doc
+		if doc == nil {
 			continue
 		}
-		offset(doc.Content[0], src.index*lineStride)
+		sub := substitution{values: values, size: len(src.data), limit: MaxExpandedSize, parsed: map[string]*yaml.Node{},
+			undefined: func(n *yaml.Node, name string) {
+				c.add(Pos{File: src.name, Line: n.Line, Col: n.Column}, "undefined parameter ${%s} (declare it under params:)", name)
+			}}
+		if !sub.node(doc) {
+			return nil, errTooLarge(src.name)
+		}
+		offset(doc, src.index*lineStride)
 		if root == nil {
-			root = doc.Content[0]
+			root = doc
 		} else {
-			merge(doc.Content[0], root)
+			merge(doc, root)
 		}
 	}
 	if root == nil {
@@ -129,6 +126,7 @@ type source struct {
 	name    string
 	index   int
 	data    []byte
+	doc     *yaml.Node // the file's top node, nil when the file is empty
 	params  map[string]string
 	presets Presets
 }
@@ -161,21 +159,27 @@ func loadTree(name string, data []byte, c *collector) (sources, error) {
 			return nil // included twice from different places: once is enough
 		}
 		seen[abs] = true
+		var file yaml.Node
+		if err := yaml.Unmarshal(data, &file); err != nil {
+			return yamlError(name, data, err)
+		}
+		var doc *yaml.Node
 		var head struct {
 			Params     map[string]string `yaml:"params"`
 			Include    []yaml.Node       `yaml:"include"`
 			presetHead `yaml:",inline"`
 		}
-		// A lenient first parse: parameter references become plain words so
-		// that they parse anywhere.
-		if err := yaml.Unmarshal(paramRef.ReplaceAll(data, []byte("_$1_")), &head); err != nil {
-			return yamlError(name, err)
+		if len(file.Content) > 0 {
+			doc = file.Content[0]
+			if err := doc.Decode(&head); err != nil {
+				return yamlError(name, data, err)
+			}
 		}
 		presets, err := head.decode(name)
 		if err != nil {
 			return err
 		}
-		src := &source{name: name, index: len(out), data: data, params: head.Params, presets: presets}
+		src := &source{name: name, index: len(out), data: data, doc: doc, params: head.Params, presets: presets}
 		out = append(out, src)
 		c.files = append(c.files, name)
 		for _, inc := range head.Include {
@@ -218,36 +222,102 @@ func paramValues(srcs sources, overrides map[string]string) (map[string]string, 
 	return values, nil
 }
 
-var paramRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+var (
+	paramRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+	// flowRef is an unquoted reference in a flow collection: not YAML.
+	flowRef = regexp.MustCompile(`^[^#]*[{\[][^#"']*(?:[{\[,:]\s*)\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
+)
 
-// substitute replaces ${name} outside comments. It gives up (false) once
-// the text would pass limit bytes: values are file text too, and a
-// thousand references to a long value are a large file.
-func substitute(data []byte, values map[string]string, limit int, add func(int, string, ...any)) ([]byte, bool) {
-	var out bytes.Buffer
-	size := len(data)
-	for i, line := range bytes.SplitAfter(data, []byte("\n")) {
-		if bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
-			out.Write(line)
-			continue
-		}
-		out.Write(paramRef.ReplaceAllFunc(line, func(m []byte) []byte {
-			name := string(m[2 : len(m)-1])
-			v, ok := values[name]
-			if !ok {
-				add(i+1, "undefined parameter ${%s} (declare it under params:)", name)
-				return m
-			}
-			if size += len(v) - len(m); size > limit {
-				return m
-			}
-			return []byte(v)
-		}))
-		if size > limit {
-			return nil, false
+// substitution replaces parameter references in a file's nodes. A scalar
+// that is exactly one reference, quoted or not, takes the value as YAML
+// (min: "${queues}" is the number 2 when queues is 2); a reference inside a
+// longer scalar is text, and an unquoted scalar is typed again once
+// substituted (rate: ${k}000). It gives up (false) once the file would pass
+// limit bytes: a thousand references to a long value are a large file.
+type substitution struct {
+	values      map[string]string
+	size, limit int
+	parsed      map[string]*yaml.Node // each value parsed once
+	undefined   func(n *yaml.Node, name string)
+}
+
+func (s *substitution) node(n *yaml.Node) bool {
+	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${") {
+		if !s.scalar(n) {
+			return false
 		}
 	}
-	return out.Bytes(), true
+	for _, c := range n.Content {
+		if !s.node(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *substitution) scalar(n *yaml.Node) bool {
+	if m := paramRef.FindStringSubmatchIndex(n.Value); m != nil && m[0] == 0 && m[1] == len(n.Value) {
+		name := n.Value[m[2]:m[3]]
+		v, ok := s.values[name]
+		if !ok {
+			s.undefined(n, name)
+			return true
+		}
+		if s.size += len(v) - len(n.Value); s.size > s.limit {
+			return false
+		}
+		val := s.value(name, v)
+		line, col := n.Line, n.Column
+		*n = *copyAt(val, line, col)
+		return true
+	}
+	out := paramRef.ReplaceAllStringFunc(n.Value, func(ref string) string {
+		name := ref[2 : len(ref)-1]
+		v, ok := s.values[name]
+		if !ok {
+			s.undefined(n, name)
+			return ref
+		}
+		s.size += len(v) - len(ref)
+		return v
+	})
+	if s.size > s.limit {
+		return false
+	}
+	n.Value = out
+	if n.Style == 0 {
+		n.Tag = "" // typed by its new text
+	}
+	return true
+}
+
+// value parses a parameter's value as YAML: a number, a duration, a list.
+// A value that is not one YAML node is a string.
+func (s *substitution) value(name, v string) *yaml.Node {
+	if n, ok := s.parsed[name]; ok {
+		return n
+	}
+	n := &yaml.Node{Kind: yaml.ScalarNode, Value: v, Tag: "!!str"}
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(v), &doc); err == nil && len(doc.Content) == 1 {
+		n = doc.Content[0]
+		n.HeadComment, n.LineComment, n.FootComment = "", "", ""
+	} else if v == "" {
+		n.Tag = "!!null"
+	}
+	s.parsed[name] = n
+	return n
+}
+
+// copyAt deep-copies n with every node at line:col, where the reference was.
+func copyAt(n *yaml.Node, line, col int) *yaml.Node {
+	c := *n
+	c.Line, c.Column = line, col
+	c.Content = nil
+	for _, ch := range n.Content {
+		c.Content = append(c.Content, copyAt(ch, line, col))
+	}
+	return &c
 }
 
 // offset shifts every node's line so positions identify their file.
@@ -290,12 +360,29 @@ func merge(frag, dst *yaml.Node) {
 	}
 }
 
-// yamlError turns "yaml: line 3: msg" into "name:3: msg".
-func yamlError(name string, err error) error {
+// yamlError turns "yaml: line 3: msg" into "name:3: msg"; on a line with
+// a parameter reference inside {...} or [...] it says how to write one.
+func yamlError(name string, data []byte, err error) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	var line int
 	if _, serr := fmt.Sscanf(msg, "line %d:", &line); serr == nil {
-		return Errors{{Pos: Pos{File: name, Line: line}, Msg: strings.TrimSpace(msg[strings.IndexByte(msg, ':')+1:])}}
+		msg = strings.TrimSpace(msg[strings.IndexByte(msg, ':')+1:])
+		for _, l := range []int{line, line + 1, line - 1, line - 2} { // yaml names a line near the fault
+			if flowRef.MatchString(lineOf(data, l)) {
+				msg += fmt.Sprintf(" (line %d: a parameter reference inside {...} or [...] is quoted: \"${name}\")", l)
+				break
+			}
+		}
+		return Errors{{Pos: Pos{File: name, Line: line}, Msg: msg}}
 	}
 	return fmt.Errorf("%s: %s", name, msg)
+}
+
+// lineOf is line l (from 1) of data, or "".
+func lineOf(data []byte, l int) string {
+	lines := bytes.Split(data, []byte("\n"))
+	if l < 1 || l > len(lines) {
+		return ""
+	}
+	return string(lines[l-1])
 }

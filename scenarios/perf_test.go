@@ -136,7 +136,7 @@ func TestPercent(t *testing.T) {
 // TestMeasureHash: what the samples depend on changes the hash; budgets,
 // names, descriptions, comments and YAML style do not.
 func TestMeasureHash(t *testing.T) {
-	src := "name: h\ndescription: one\nparams:\n  rate: \"100\"\n" + strings.Replace(perfBase, "port: 9}}", "port: 9}, rate: ${rate}}", 1)
+	src := "name: h\ndescription: one\nparams:\n  rate: \"100\"\n" + strings.Replace(perfBase, "port: 9}}", "port: 9}, rate: \"${rate}\"}", 1)
 	hash := func(t *testing.T, src string, params map[string]string) string {
 		t.Helper()
 		s, err := Parse("x.yaml", []byte(strings.Replace(src, "name: t\n", "", 1)), params)
@@ -159,8 +159,9 @@ func TestMeasureHash(t *testing.T) {
 		{"description", "description: one", "description: two", nil, true},
 		{"name", "name: h", "name: other", nil, true},
 		{"comment", "timeline:", "# the timeline\ntimeline: # starts here", nil, true},
-		{"block style", "  l: {kind: udp, from: host, to: {nic: eth0, port: 9}, rate: ${rate}}",
+		{"block style", "  l: {kind: udp, from: host, to: {nic: eth0, port: 9}, rate: \"${rate}\"}",
 			"  l:\n    kind: \"udp\"\n    from: host\n    to: {nic: eth0, port: 9}\n    rate: ${rate}", nil, true},
+		{"reference or value", `rate: "${rate}"`, `rate: 100`, nil, true},
 		{"no perf", "perf:\n  budgets:\n    - {metric: l.rx_pps, max_drop: 5%}\n", "", nil, true},
 		{"param override", "", "", map[string]string{"rate": "200"}, false},
 		{"param default", `rate: "100"`, `rate: "300"`, nil, false},
@@ -246,8 +247,10 @@ func TestPerfSchema(t *testing.T) {
 	var doc struct {
 		Properties map[string]any `json:"properties"`
 		Defs       map[string]struct {
-			Type       string `json:"type"`
-			Pattern    string `json:"pattern"`
+			AnyOf []struct {
+				Type    string `json:"type"`
+				Pattern string `json:"pattern"`
+			} `json:"anyOf"`
 			Properties map[string]struct {
 				Ref string `json:"$ref"`
 			} `json:"properties"`
@@ -270,8 +273,9 @@ func TestPerfSchema(t *testing.T) {
 			t.Errorf("Budget.%s = %+v, want a Percent", k, p)
 		}
 	}
-	if p := doc.Defs["Percent"]; p.Type != "string" || p.Pattern != percentRe.String() {
-		t.Errorf("Percent = %+v, want a string with the percent pattern", p)
+	// A percentage, or a parameter reference.
+	if p := doc.Defs["Percent"].AnyOf; len(p) != 2 || p[0].Type != "string" || p[0].Pattern != percentRe.String() || p[1].Pattern != refSchema.Pattern {
+		t.Errorf("Percent = %+v, want a string with the percent pattern or a reference", p)
 	}
 	if _, ok := budget["Pos"]; ok {
 		t.Error("internal Pos leaked into the schema")

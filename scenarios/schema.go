@@ -14,9 +14,42 @@ func Schema() ([]byte, error) {
 	r := &jsonschema.Reflector{FieldNameTag: "yaml", DoNotReference: false, AllowAdditionalProperties: false,
 		RequiredFromJSONSchemaTags: true}
 	s := r.Reflect(&Scenario{})
+	for name, d := range s.Definitions {
+		s.Definitions[name] = allowRefs(d)
+	}
 	s.Title = "napilab scenario"
 	s.Description = "A napilab scenario: machine, topology, loads, timeline and assertions."
 	return json.MarshalIndent(s, "", "  ")
+}
+
+// refSchema is a parameter reference, which a field of any type may hold
+// (the field takes the parameter's value).
+var refSchema = &jsonschema.Schema{Type: "string", Pattern: `^\$\{[A-Za-z_][A-Za-z0-9_]*\}$`,
+	Description: "a parameter reference: ${name}, declared under params:"}
+
+// allowRefs lets every typed value below s (a number, a boolean, a
+// duration, a name from a list, a list) be a parameter reference instead.
+func allowRefs(s *jsonschema.Schema) *jsonschema.Schema {
+	if s == nil || s == jsonschema.TrueSchema || s == jsonschema.FalseSchema {
+		return s
+	}
+	if s.Properties != nil {
+		for p := s.Properties.Oldest(); p != nil; p = p.Next() {
+			p.Value = allowRefs(p.Value)
+		}
+	}
+	s.Items = allowRefs(s.Items)
+	s.AdditionalProperties = allowRefs(s.AdditionalProperties)
+	for _, alt := range append(s.OneOf, s.AnyOf...) {
+		if alt.Properties != nil {
+			allowRefs(alt) // an alternative's fields; the alternative is wrapped with s
+		}
+	}
+	plainString := s.Type == "string" && s.Pattern == "" && s.Enum == nil
+	if s.Ref != "" || s.Type == "object" || plainString || (s.Type == "" && s.OneOf == nil && s.AnyOf == nil) {
+		return s
+	}
+	return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{s, refSchema}, Description: s.Description}
 }
 
 // JSONSchema describes a duration.
