@@ -13,7 +13,7 @@ type XDP struct {
 	Dev   string `yaml:"dev"`
 	Netns string `yaml:"netns"`
 	On    *bool  `yaml:"attached"` // unset = toggle, starting with attach
-	Mode  string `yaml:"mode"` // native, generic or "" (kernel's choice)
+	Mode  string `yaml:"mode"`     // native, generic or "" (kernel's choice)
 }
 
 func (x *XDP) check(k *checker, st *Step) {

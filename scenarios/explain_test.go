@@ -125,7 +125,7 @@ func TestExplainShipped(t *testing.T) {
 		`polls of vrx/rx-0 in the 500ms after each repetition of "flip vrx": >= 1 every time, in softirq after it set "0" and in kthread after it set "1"`,
 		"permanent neighbour entries for each other",
 		"  - threaded-not-softirq: no softirq, ksoftirqd poll of a NAPI in threaded mode",
-		"judged after the changes of: vrx threaded (line 60), eth0 threaded (line 63), vrx threaded (line 69)",
+		"judged after the changes of: vrx threaded (line 61), eth0 threaded (line 64), vrx threaded (line 70)",
 		"  rx-live on: eth0 (load nic-udp), vrx (load veth-udp)",
 		"  udp-conserved on the namespaces the udp loads nic-udp, veth-udp end in",
 	} {

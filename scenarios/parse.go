@@ -225,7 +225,7 @@ func paramValues(srcs sources, overrides map[string]string) (map[string]string, 
 var (
 	paramRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 	// flowRef is an unquoted reference in a flow collection: not YAML.
-	flowRef = regexp.MustCompile(`^[^#]*[{\[][^#"']*(?:[{\[,:]\s*)\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
+	flowRef = regexp.MustCompile(`^[^#]*[{\[][^#"']*(?:[{\[,:]\s*)(\$\{[A-Za-z_][A-Za-z0-9_]*\})`)
 )
 
 // substitution replaces parameter references in a file's nodes. A scalar
@@ -285,8 +285,12 @@ func (s *substitution) scalar(n *yaml.Node) bool {
 		return false
 	}
 	n.Value = out
-	if n.Style == 0 {
-		n.Tag = "" // typed by its new text
+	if n.Style == 0 { // typed by its new text
+		n.Tag = "!!str"
+		var doc yaml.Node
+		if yaml.Unmarshal([]byte(out), &doc) == nil && len(doc.Content) == 1 && doc.Content[0].Kind == yaml.ScalarNode {
+			n.Tag = doc.Content[0].Tag
+		}
 	}
 	return true
 }
@@ -368,9 +372,10 @@ func yamlError(name string, data []byte, err error) error {
 	if _, serr := fmt.Sscanf(msg, "line %d:", &line); serr == nil {
 		msg = strings.TrimSpace(msg[strings.IndexByte(msg, ':')+1:])
 		for _, l := range []int{line, line + 1, line - 1, line - 2} { // yaml names a line near the fault
-			if flowRef.MatchString(lineOf(data, l)) {
-				msg += fmt.Sprintf(" (line %d: a parameter reference inside {...} or [...] is quoted: \"${name}\")", l)
-				break
+			if m := flowRef.FindStringSubmatchIndex(lineOf(data, l)); m != nil {
+				ref := lineOf(data, l)[m[2]:m[3]]
+				return Errors{{Pos: Pos{File: name, Line: l, Col: m[2] + 1},
+					Msg: fmt.Sprintf("a parameter reference inside {...} or [...] is quoted: %q (YAML: %s)", ref, msg)}}
 			}
 		}
 		return Errors{{Pos: Pos{File: name, Line: line}, Msg: msg}}

@@ -42,7 +42,7 @@ type Perf struct {
 	// spec's modes:, or all of them), each its own verdict.
 	Modes   map[string]map[string]string `yaml:"modes"`
 	Budgets []*Budget                    `yaml:"budgets"` // at least one
-	Pos     Pos       `yaml:"-"`
+	Pos     Pos                          `yaml:"-"`
 
 	written int // budget entries in the file, counting those that failed to decode
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -194,5 +196,142 @@ func TestForFlavour(t *testing.T) {
 	}
 	if _, p, _ := s.ForFlavour(FlavourDebug, map[string]string{"rate": "50"}); p["rate"] != "50" {
 		t.Errorf("a user's parameter lost to the flavour's: %v", p)
+	}
+}
+
+// TestParameterTypes: a scalar that is one reference takes the value as
+// YAML, quoted or not; a reference inside a longer scalar is text, typed
+// again when the scalar was unquoted; a value may be a list.
+func TestParameterTypes(t *testing.T) {
+	src := `name: t
+params: {q: "2", k: "5", path: "/sys/class/net/eth0/threaded", masks: "[\"1\", \"2\"]", d: 1s}
+topology:
+  nics: [{name: eth0, address: 10.0.0.2/24, host: 10.0.0.1/24, queues: "${q}"}]
+loads:
+  l:
+    kind: udp
+    from: host
+    to: {nic: eth0, port: 9}
+    rate: ${k}000
+    flows: ${q}
+timeline:
+  - start: l
+  - write: {path: "${path}", value: "${q}"}
+  - rps: {dev: eth0, cpus: "${masks}"}
+  - sleep: "${d}"
+  - write: {path: /sys/class/net/eth0/threaded, value: "x${q}"}
+`
+	s, err := Parse("x.yaml", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := s.Loads["l"]
+	if s.Topology.NICs[0].Queues != 2 || l.Rate != 5000 || l.Flows != 2 {
+		t.Errorf("queues %d, rate %d, flows %d; want 2, 5000, 2", s.Topology.NICs[0].Queues, l.Rate, l.Flows)
+	}
+	if w := s.Timeline[1].Write; w.Path != "/sys/class/net/eth0/threaded" || w.Value != "2" {
+		t.Errorf("write %+v", w)
+	}
+	if r := s.Timeline[2].RPS; !reflect.DeepEqual(r.CPUs, []string{"1", "2"}) {
+		t.Errorf("rps cpus %q, want the list", r.CPUs)
+	}
+	if d := s.Timeline[3].Sleep.D(); d != time.Second {
+		t.Errorf("sleep %v", d)
+	}
+	if v := s.Timeline[4].Write.Value; v != "x2" {
+		t.Errorf("a quoted scalar with a reference inside: %q", v)
+	}
+	// The same file with the quotes dropped where YAML allows it is the same scenario.
+	plain := strings.NewReplacer(`queues: "${q}"`, `queues: "${q}"`, `- sleep: "${d}"`, `- sleep: ${d}`).Replace(src)
+	if p, err := Parse("x.yaml", []byte(plain), nil); err != nil || p.MeasureHash != s.MeasureHash {
+		t.Errorf("quoting changed the scenario: %v", err)
+	}
+}
+
+// standardYAML loads each file with PyYAML and validates it against the
+// schema with python3-jsonschema (make deps installs both): what editors
+// and pre-commit hooks see. It prints one line per file that fails.
+const standardYAML = `
+import json, sys, yaml, jsonschema
+schema = json.load(open(sys.argv[1]))
+v = jsonschema.validators.validator_for(schema)(schema)
+for f in sys.argv[2:]:
+    try:
+        doc = yaml.safe_load(open(f))
+    except yaml.YAMLError as e:
+        print(f, "PyYAML:", str(e).replace("\n", " "))
+        continue
+    for e in v.iter_errors(doc):
+        print(f, "schema:", list(e.absolute_path), e.message[:200])
+`
+
+// TestStandardYAML: every shipped scenario and fragment is YAML that PyYAML
+// loads and that validates against lab scenario schema; a file with an
+// unquoted reference in a flow mapping, or a typo, does not.
+func TestStandardYAML(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 (make deps installs it with python3-yaml and python3-jsonschema)")
+	}
+	dir := t.TempDir()
+	schema, err := Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(files ...string) string {
+		t.Helper()
+		sp := filepath.Join(dir, "schema.json")
+		os.WriteFile(sp, schema, 0o644)
+		out, err := exec.Command("python3", append([]string{"-c", standardYAML, sp}, files...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("python3: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	files, _ := filepath.Glob("fragments/*.yaml")
+	files = append(files, shippedFiles()...)
+	if out := check(files...); out != "" {
+		t.Errorf("not standard YAML, or not valid against the schema:\n%s", out)
+	}
+	bad := map[string]string{
+		"flow.yaml":  "name: t\nparams: {n: \"2\"}\nloads:\n  l: {kind: udp, from: host, to: {nic: eth0, port: 9}, flows: ${n}}\n",
+		"typo.yaml":  "name: t\ntimeline:\n  - slep: 1s\n",
+		"typed.yaml": "name: t\nloads:\n  l: {kind: udp, from: host, to: {nic: eth0, port: 9}, flows: many}\n",
+	}
+	var paths []string
+	for name, body := range bad {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(body), 0o644)
+		paths = append(paths, p)
+	}
+	out := check(paths...)
+	for name := range bad {
+		if !strings.Contains(out, name) {
+			t.Errorf("%s passed the check:\n%s", name, out)
+		}
+	}
+}
+
+// TestSchemaFile: scenarios/schema.json, which the shipped files name for
+// editors (yaml-language-server), is what lab scenario schema prints
+// (go test ./scenarios -run TestSchemaFile -update rewrites it).
+func TestSchemaFile(t *testing.T) {
+	want, err := Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, '\n')
+	if *update {
+		os.WriteFile("schema.json", want, 0o644)
+	}
+	if got, err := os.ReadFile("schema.json"); err != nil || string(got) != string(want) {
+		t.Errorf("scenarios/schema.json is not lab scenario schema's output (%v): go test ./scenarios -run TestSchemaFile -update", err)
+	}
+	files, _ := filepath.Glob("fragments/*.yaml")
+	for _, f := range append(files, shippedFiles()...) {
+		b, _ := os.ReadFile(f)
+		rel, _ := filepath.Rel(filepath.Dir(f), "schema.json")
+		if !strings.HasPrefix(string(b), "# yaml-language-server: $schema="+rel+"\n") {
+			t.Errorf("%s: the first line is not # yaml-language-server: $schema=%s", f, rel)
+		}
 	}
 }
