@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"napilab/internal/suggest"
 )
 
 var (
@@ -74,7 +76,7 @@ func checkKnown(n *yaml.Node, t reflect.Type, where string, c *collector) {
 				continue
 			}
 			if !ok {
-				c.at(k.Line, k.Column, "unknown field %q%s%s", k.Value, in(where), suggest(k.Value, fields))
+				c.at(k.Line, k.Column, "unknown field %q%s%s", k.Value, in(where), didYouMean(k.Value, fields))
 				continue
 			}
 			checkKnown(v, ft, k.Value, c)
@@ -160,15 +162,15 @@ func collectFields(t reflect.Type, out map[string]reflect.Type) {
 	}
 }
 
-// suggest names the closest known field, or lists them all.
-func suggest(key string, fields map[string]reflect.Type) string {
+// didYouMean names the closest known field, or lists them all.
+func didYouMean(key string, fields map[string]reflect.Type) string {
 	names := sortedKeys(fields)
 	best, bestD := "", 3
 	for _, n := range names {
 		if abs(len(key)-len(n)) >= bestD {
 			continue // the distance is at least that: a long key costs nothing
 		}
-		if d := distance(key, n); d < bestD {
+		if d := suggest.Distance(key, n); d < bestD {
 			best, bestD = n, d
 		}
 	}
@@ -194,23 +196,3 @@ func abs(x int) int {
 	return x
 }
 
-// distance is the Levenshtein distance between a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
-}

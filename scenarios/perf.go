@@ -13,6 +13,7 @@ import (
 	"github.com/invopop/jsonschema"
 	"gopkg.in/yaml.v3"
 
+	"napilab/internal/suggest"
 	"napilab/results"
 	"napilab/results/metrics"
 	"napilab/results/stats"
@@ -408,16 +409,7 @@ func (k *checker) figureNames() []string {
 // closest returns the one name nearest to s, if it is near enough to be
 // an obvious typo, or a load figure s ends like ("loads.udp.rx_pps").
 func closest(s string, names []string) string {
-	best, bestD, tie := "", max(3, len(s)/6)+1, false
-	for _, n := range names {
-		d := distance(s, n)
-		if d < bestD {
-			best, bestD, tie = n, d, false
-		} else if d == bestD {
-			tie = true
-		}
-	}
-	if best != "" && !tie {
+	if best := suggest.Closest(s, names); best != "" {
 		return best
 	}
 	for _, n := range names {

@@ -236,6 +236,16 @@ func Parse(name string) (Ref, error) {
 	case m.Field == "" || strings.ContainsAny(m.Field, " \t\r\n"):
 		return Ref{}, fmt.Errorf("bad field %q in metric %q, want %s.<field>[.cpuN]", m.Field, name, src)
 	}
+	if src == "snmp" {
+		if err := checkSNMP(name, m.Field); err != nil {
+			return Ref{}, err
+		}
+	}
+	if src == "netdev" {
+		if err := checkNetdev(name, m.Field); err != nil {
+			return Ref{}, err
+		}
+	}
 	if comm, ok := strings.CutPrefix(fam.source, TasksPrefix); ok {
 		field := m.Field
 		m.Field = "total"

@@ -132,7 +132,11 @@ func TestKnownMetrics(t *testing.T) {
 		"<napi>", "rx-0", "<context>", "kthread",
 		"<dev>", "eth0", "<counter>", "requeues", "<field>", "pid")
 	for _, d := range Known {
-		base, _ := strings.CutSuffix(fill.Replace(d.Pattern), "[.cpuN]")
+		pattern := d.Pattern
+		if strings.HasPrefix(pattern, "netdev.") {
+			pattern = strings.Replace(pattern, "<counter>", "rx_packets", 1)
+		}
+		base, _ := strings.CutSuffix(fill.Replace(pattern), "[.cpuN]")
 		if d.File == "" || d.Unit == "" || d.Meaning == "" {
 			t.Errorf("%s: undocumented: %+v", d.Pattern, d)
 		}
@@ -142,6 +146,28 @@ func TestKnownMetrics(t *testing.T) {
 		_, err := Parse(base + ".cpu1")
 		if hasCPU := strings.HasSuffix(d.Pattern, "[.cpuN]"); (err == nil) != d.PerCPU || hasCPU != d.PerCPU {
 			t.Errorf("%s: PerCPU %v, but .cpu1 gives %v", d.Pattern, d.PerCPU, err)
+		}
+	}
+}
+
+// TestUnmeasurable: field names no kernel prints are errors that say the
+// name meant.
+func TestUnmeasurable(t *testing.T) {
+	for name, want := range map[string]string{
+		"snmp.Udp.InDatagramz":  `unknown snmp field "Udp.InDatagramz" in metric "snmp.Udp.InDatagramz" (did you mean InDatagrams?)`,
+		"snmp.Upd.InDatagrams":  `unknown snmp group "Upd"`,
+		"snmp.IcmpMsg.InType3":  "",
+		"snmp.IcmpMsg.InEchos":  "IcmpMsg has InType<N> and OutType<N>",
+		"snmp.Ip.OutTransmits":  "",
+		"snmp.Tcp.MaxConn":      "",
+		"netdev.eth0.rx_pakets": `unknown netdev counter "rx_pakets" in metric "netdev.eth0.rx_pakets" (did you mean rx_packets?)`,
+		"netdev.rx_packets":     "want netdev.<dev>.<counter>",
+		"netdev.veth-a.tx_drop": "",
+		"netdev.eth0.7.rx_errs": "", // a VLAN device's name holds a dot
+	} {
+		_, err := Parse(name)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: %v, want %q", name, err, want)
 		}
 	}
 }

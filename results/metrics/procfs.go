@@ -2,9 +2,13 @@ package metrics
 
 import (
 	"fmt"
+	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"napilab/internal/suggest"
 )
 
 // Softirqs is /proc/softirqs: per softirq name, one counter per CPU.
@@ -98,6 +102,71 @@ func parseInterrupts(text string) (Series, error) {
 		}
 	}
 	return s, nil
+}
+
+// snmpFields are the counters /proc/net/snmp prints (net/ipv4/proc.c, 6.1
+// to 7.3; Ip.OutTransmits from 6.3); IcmpMsg's are InType<N> and OutType<N>.
+var snmpFields = func() map[string][]string {
+	icmp := []string{"DestUnreachs", "TimeExcds", "ParmProbs", "SrcQuenchs", "Redirects", "Echos", "EchoReps",
+		"Timestamps", "TimestampReps", "AddrMasks", "AddrMaskReps"}
+	icmpFields := []string{"InMsgs", "InErrors", "InCsumErrors", "OutMsgs", "OutErrors", "OutRateLimitGlobal", "OutRateLimitHost"}
+	for _, n := range icmp {
+		icmpFields = append(icmpFields, "In"+n, "Out"+n)
+	}
+	udp := []string{"InDatagrams", "NoPorts", "InErrors", "OutDatagrams", "RcvbufErrors", "SndbufErrors", "InCsumErrors",
+		"IgnoredMulti", "MemErrors"}
+	return map[string][]string{
+		"Ip": {"Forwarding", "DefaultTTL", "InReceives", "InHdrErrors", "InAddrErrors", "ForwDatagrams", "InUnknownProtos",
+			"InDiscards", "InDelivers", "OutRequests", "OutDiscards", "OutNoRoutes", "ReasmTimeout", "ReasmReqds", "ReasmOKs",
+			"ReasmFails", "FragOKs", "FragFails", "FragCreates", "OutTransmits"},
+		"Icmp": icmpFields,
+		"Tcp": {"RtoAlgorithm", "RtoMin", "RtoMax", "MaxConn", "ActiveOpens", "PassiveOpens", "AttemptFails", "EstabResets",
+			"CurrEstab", "InSegs", "OutSegs", "RetransSegs", "InErrs", "OutRsts", "InCsumErrors"},
+		"Udp":     udp,
+		"UdpLite": udp,
+	}
+}()
+
+var icmpMsgField = regexp.MustCompile(`^(In|Out)Type[0-9]{1,3}$`)
+
+// checkSNMP says whether Group.Name is a counter /proc/net/snmp has.
+func checkSNMP(metric, field string) error {
+	group, name, _ := strings.Cut(field, ".")
+	if group == "IcmpMsg" {
+		if !icmpMsgField.MatchString(name) {
+			return fmt.Errorf("unknown snmp field %q in metric %q: IcmpMsg has InType<N> and OutType<N>", field, metric)
+		}
+		return nil
+	}
+	names, ok := snmpFields[group]
+	if !ok {
+		groups := append(slices.Sorted(maps.Keys(snmpFields)), "IcmpMsg")
+		return fmt.Errorf("unknown snmp group %q in metric %q, want one of %s%s", group, metric, strings.Join(groups, ", "), didYouMean(group, groups))
+	}
+	if !slices.Contains(names, name) {
+		return fmt.Errorf("unknown snmp field %q in metric %q%s", field, metric, didYouMean(name, names))
+	}
+	return nil
+}
+
+// checkNetdev says whether <dev>.<counter> names a /proc/net/dev column.
+func checkNetdev(metric, field string) error {
+	i := strings.LastIndexByte(field, '.')
+	if i <= 0 {
+		return fmt.Errorf("bad metric %q, want netdev.<dev>.<counter>", metric)
+	}
+	if c := field[i+1:]; !slices.Contains(netdevColumns, c) {
+		return fmt.Errorf("unknown netdev counter %q in metric %q%s", c, metric, didYouMean(c, netdevColumns))
+	}
+	return nil
+}
+
+// didYouMean suggests the name s was meant to be, or lists them.
+func didYouMean(s string, names []string) string {
+	if best := suggest.Closest(s, names); best != "" {
+		return fmt.Sprintf(" (did you mean %s?)", best)
+	}
+	return " (known: " + strings.Join(names, ", ") + ")"
 }
 
 // parseSNMP parses /proc/net/snmp: pairs of "Group: Name…" and "Group: value…"
