@@ -1,13 +1,16 @@
 package scenarios
 
 import (
+	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"napilab/internal/suggest"
 	"napilab/results/metrics"
 )
 
@@ -81,13 +84,86 @@ func (k *checker) assert(a *Assert) {
 	k.window(a)
 }
 
-// metric checks a metric's name and the netns it reads.
+// metric checks a metric's name and that the run can measure it: its
+// netns, device, queue and CPU are in the machine and topology.
 func (k *checker) metric(p Pos, name string) {
 	m, err := metrics.Parse(name)
 	if err != nil {
 		k.c.add(p, "%v", err)
-	} else if ns, ok := metrics.SourceNetns(m.Source); ok {
+		return
+	}
+	if ns, ok := metrics.SourceNetns(m.Source); ok && !k.netns[ns] {
 		k.checkNetns(p, ns)
+		return
+	}
+	if n := k.s.Machine.CPUs; m.CPU >= n && n > 0 {
+		k.c.add(p, "metric %q: the machine has %d vCPUs (cpu0 to cpu%d)", name, n, n-1)
+	}
+	if m.Dev == "" || m.Dev == metrics.AllDevices || m.Dev == "lo" {
+		return
+	}
+	in := k.devNetns(m.Dev)
+	switch {
+	case len(in) == 0:
+		k.c.add(p, "metric %q: no device %q in the topology%s", name, m.Dev, k.devSuggestion(m.Dev))
+	case !m.AnyNetns && !slices.Contains(in, m.Netns):
+		k.c.add(p, "metric %q reads %s, but %s is in %s%s", name, nsName(m.Netns), m.Dev, nsName(in[0]), netnsHint(m, in[0]))
+	}
+	if q, ok := strings.CutPrefix(m.NAPI, "rx-"); ok {
+		if nic := k.nics[m.Dev]; nic != nil && (m.AnyNetns || m.Netns == "") { // NICs are in the root namespace
+			if n, _ := strconv.Atoi(q); n >= nic.Queues {
+				k.c.add(p, "metric %q: nic %s has %d queue(s) (rx-0 to rx-%d)", name, m.Dev, nic.Queues, nic.Queues-1)
+			}
+		}
+	}
+}
+
+// devNetns lists the namespaces ("" the root) holding a device of that name.
+func (k *checker) devNetns(dev string) []string {
+	var out []string
+	for key := range k.devs {
+		if ns, d, _ := strings.Cut(key, "/"); d == dev {
+			out = append(out, ns)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// devSuggestion names the declared device dev was meant to be.
+func (k *checker) devSuggestion(dev string) string {
+	var names []string
+	for key := range k.devs {
+		_, d, _ := strings.Cut(key, "/")
+		names = append(names, d)
+	}
+	slices.Sort(names)
+	if best := suggest.Closest(dev, names); best != "" {
+		return fmt.Sprintf(" (did you mean %s?)", best)
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " (declared: " + strings.Join(slices.Compact(names), ", ") + ")"
+}
+
+func nsName(ns string) string {
+	if ns == "" {
+		return "the root namespace"
+	}
+	return "netns " + ns
+}
+
+// netnsHint says how to name the device where it is.
+func netnsHint(m metrics.Ref, ns string) string {
+	family, _, _ := strings.Cut(m.Name, ".")
+	switch {
+	case family == "netdev":
+		return ": netdev.<dev> reads the root namespace's /proc/net/dev only"
+	case ns == "":
+		return fmt.Sprintf(": write %s.%s.…", family, m.Dev)
+	default:
+		return fmt.Sprintf(": write %s.%s/%s.…", family, ns, m.Dev)
 	}
 }
 

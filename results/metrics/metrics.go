@@ -169,6 +169,12 @@ type Ref struct {
 	Source string // the agent sample source to request, e.g. "softnet_stat"
 	Field  string // the Series field to read, e.g. "received_rps", "ksoftirqd/1", "total"
 	CPU    int    // the CPU of a ".cpuN" suffix; -1 sums over CPUs
+	// Dev is the device the metric reads ("" for none), in Netns ("" the
+	// root), or in whichever namespace holds a device of that name when
+	// AnyNetns (who polled sees every namespace; "any" sums every device).
+	// NAPI is its rx-<queue>, backlog or any, when it names one.
+	Dev, Netns, NAPI string
+	AnyNetns         bool
 }
 
 // family is a metric source as Parse checks it.
@@ -245,6 +251,7 @@ func Parse(name string) (Ref, error) {
 		if err := checkNetdev(name, m.Field); err != nil {
 			return Ref{}, err
 		}
+		m.Dev = m.Field[:strings.LastIndexByte(m.Field, '.')]
 	}
 	if comm, ok := strings.CutPrefix(fam.source, TasksPrefix); ok {
 		field := m.Field

@@ -21,9 +21,9 @@ func TestParseMetric(t *testing.T) {
 		{"ksoftirqd.cpu_seconds", Ref{Source: "tasks:ksoftirqd/", Field: "total", CPU: -1}},
 		{"ksoftirqd.cpu_seconds.cpu1", Ref{Source: "tasks:ksoftirqd/", Field: "ksoftirqd/1", CPU: 1}},
 		{"napi.cpu_seconds", Ref{Source: "tasks:napi/", Field: "total", CPU: -1}},
-		{"qdisc.eth0.requeues", Ref{Source: "qdisc", Field: "eth0.requeues", CPU: -1}},
-		{"qdisc.eth0.100.drops", Ref{Source: "qdisc", Field: "eth0.100.drops", CPU: -1}},
-		{"qdisc.a/vtx.backlog", Ref{Source: "qdisc:a", Field: "vtx.backlog", CPU: -1}},
+		{"qdisc.eth0.requeues", Ref{Source: "qdisc", Field: "eth0.requeues", CPU: -1, Dev: "eth0"}},
+		{"qdisc.eth0.100.drops", Ref{Source: "qdisc", Field: "eth0.100.drops", CPU: -1, Dev: "eth0.100"}},
+		{"qdisc.a/vtx.backlog", Ref{Source: "qdisc:a", Field: "vtx.backlog", CPU: -1, Dev: "vtx", Netns: "a"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := Parse(tc.name)

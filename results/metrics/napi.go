@@ -88,5 +88,9 @@ func parseNAPIMetric(name, rest string) (Ref, error) {
 		return Ref{}, fmt.Errorf("bad device %q in metric %q, %s", dev, name, want)
 	}
 	m.Field = dev + "." + napi + "." + field
+	m.Dev, m.NAPI = dev, napi
+	if ns, ok := SourceNetns(m.Source); ok {
+		m.Netns = ns
+	}
 	return m, nil
 }

@@ -124,6 +124,7 @@ func parsePollMetric(name, what, rest string) (Ref, error) {
 		return Ref{}, fmt.Errorf("bad napi %q in metric %q, want rx-<queue>, backlog or any", napi, name)
 	}
 	m.Field = pollField(what, dev, napi, ctx)
+	m.Dev, m.NAPI, m.AnyNetns = dev, napi, true
 	return m, nil
 }
 

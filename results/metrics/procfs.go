@@ -427,5 +427,9 @@ func parseQdiscMetric(name, rest string) (Ref, error) {
 	if where == "" || strings.ContainsAny(where, "/ \t\r\n") {
 		return Ref{}, fmt.Errorf("bad device %q in metric %q, want qdisc.<dev>.<counter> or qdisc.<netns>/<dev>.<counter>", where, name)
 	}
+	m.Dev = where
+	if ns, ok := SourceNetns(m.Source); ok {
+		m.Netns = ns
+	}
 	return m, nil
 }
