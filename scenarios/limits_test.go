@@ -48,7 +48,7 @@ func windowed(n int) string {
 	var b strings.Builder
 	b.WriteString("name: windows\ntopology:\n  nics: [{name: eth0, address: 10.0.0.2/24, host: 10.0.0.1/24}]\ntimeline:\n")
 	for i := 0; i < n; i++ {
-		fmt.Fprintf(&b, "  - {name: s%d, sleep: 1ms}\n", i)
+		fmt.Fprintf(&b, "  - {name: s%d, sleep: 100ms}\n", i)
 	}
 	b.WriteString("asserts:\n")
 	for i := 0; i < n; i++ {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -102,6 +103,7 @@ func Parse(name string, data []byte, params map[string]string) (*Scenario, error
 		c.at(k.Line, k.Column, "perf is empty: it needs budgets:")
 	}
 	s.dropEmpty(c)
+	defaultDeadline(root, c)
 	s.resolvePositions(c.files)
 	s.setDefaults()
 	s.validate(c, values)
@@ -322,6 +324,27 @@ func copyAt(n *yaml.Node, line, col int) *yaml.Node {
 		c.Content = append(c.Content, copyAt(ch, line, col))
 	}
 	return &c
+}
+
+// defaultDeadline checks defaults.deadline where it is written: 0 would
+// otherwise become the default (10s) without a word.
+func defaultDeadline(root *yaml.Node, c *collector) {
+	d := valueNode(root, "defaults")
+	if d == nil {
+		return
+	}
+	if n := valueNode(d, "deadline"); n != nil {
+		v, err := time.ParseDuration(n.Value)
+		switch {
+		case err != nil: // checkKnown said so
+		case v == 0:
+			c.at(n.Line, n.Column, "defaults.deadline %s: there is no \"no deadline\"; omit it for the default %v, or give at least %v", n.Value, DefaultDeadline, MinDeadline)
+		case v < MinDeadline:
+			c.at(n.Line, n.Column, "defaults.deadline %v: below %v a step is a hang before it could finish", v, MinDeadline)
+		case v > MaxSpan:
+			c.at(n.Line, n.Column, "defaults.deadline %v: longer than a run may last (%v)", v, MaxSpan)
+		}
+	}
 }
 
 // offset shifts every node's line so positions identify their file.

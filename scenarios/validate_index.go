@@ -9,6 +9,7 @@ type topoIndex struct {
 	vethTx   map[string]int   // "netns/name" of a veth end -> the first such veth's queues
 	steps    map[string]int   // steps of each name, parallel branches included
 	named    map[string]*Step // the last step of each name, as StepNames
+	order    map[string]int   // the timeline position of each named step (a parallel branch: its parent's)
 }
 
 // index builds the index on first use (after the topology is checked).
@@ -17,7 +18,7 @@ func (k *checker) index() *topoIndex {
 		return k.idx
 	}
 	x := &topoIndex{devNames: map[string]bool{}, rxQueues: map[string]int{}, vethTx: map[string]int{},
-		steps: map[string]int{}, named: map[string]*Step{}}
+		steps: map[string]int{}, named: map[string]*Step{}, order: map[string]int{}}
 	for key := range k.devs {
 		_, name := splitDevKey(key)
 		x.devNames[name] = true
@@ -43,6 +44,13 @@ func (k *checker) index() *topoIndex {
 			x.named[st.Name] = st
 		}
 	})
+	for i, top := range k.s.Timeline {
+		eachStep([]*Step{top}, func(st *Step) {
+			if st.Name != "" {
+				x.order[st.Name] = i
+			}
+		})
+	}
 	k.idx = x
 	return x
 }

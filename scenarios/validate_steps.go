@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -38,7 +39,34 @@ func (k *checker) step(st *Step) {
 	if st.Count < 0 {
 		c.add(p, "count %d: want a positive number", st.Count)
 	}
+	k.deadline(p, "deadline", st.Deadline)
+	for _, d := range []struct {
+		key string
+		d   Duration
+	}{{"sleep", st.Sleep}, {"for", st.For}, {"every", st.Every}} {
+		if d.d < 0 {
+			c.add(p, "%s %v: want a positive duration", d.key, d.d.D())
+		} else if d.d.D() > MaxSpan {
+			c.add(p, "%s %v: longer than a run may last (%v)", d.key, d.d.D(), MaxSpan)
+		}
+	}
 	acts[0].check(k, st)
+}
+
+// MinDeadline is the shortest deadline an action may have: below it a
+// guest under TCG misses it on plain work, and every step would be a hang.
+const MinDeadline = 100 * time.Millisecond
+
+// MaxSpan bounds a sleep, a repetition's for: and period (a run is minutes).
+const MaxSpan = time.Hour
+
+// deadline checks an action's deadline (0: the default's).
+func (k *checker) deadline(p Pos, key string, d Duration) {
+	if d != 0 && d.D() < MinDeadline {
+		k.c.add(p, "%s %v: below %v a step is a hang before it could finish (omit it for the default %v)", key, d.D(), MinDeadline, DefaultDeadline)
+	} else if d.D() > MaxSpan {
+		k.c.add(p, "%s %v: longer than a run may last (%v)", key, d.D(), MaxSpan)
+	}
 }
 
 // txQueues is the TX queue count the topology gives a device, 0 if unknown.

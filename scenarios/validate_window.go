@@ -93,7 +93,49 @@ func (k *checker) window(a *Assert) {
 	}
 	if w.Skip < 0 || w.For > 0 && w.Skip >= w.For {
 		c.add(p, "during skip %v leaves nothing of the window", w.Skip.D())
+		return
 	}
+	if w.For > 0 && w.For-w.Skip < Duration(MinWindow) {
+		c.add(p, "during: a window of %v is below the %v the lab resolves (a snapshot takes 5-100 ms under TCG)", (w.For - w.Skip).D(), MinWindow)
+	}
+	if st := k.index().named[w.Step]; w.Step != "" && names[w.Step] == 1 {
+		if span, ok := stepSpan(st); ok && w.Skip >= Duration(span) {
+			c.add(p, "during skip %v leaves nothing of step %q, which lasts %v", w.Skip.D(), w.Step, span)
+		} else if ok && span-w.Skip.D() < MinWindow {
+			c.add(p, "during step %q: a window of %v is below the %v the lab resolves (a snapshot takes 5-100 ms under TCG)", w.Step, span-w.Skip.D(), MinWindow)
+		}
+	}
+	if w.From != "" && w.To != "" && names[w.From] == 1 && names[w.To] == 1 && k.index().order[w.From] > k.index().order[w.To] {
+		c.add(p, "during from %q comes after to %q in the timeline: the window would end before it starts", w.From, w.To)
+	}
+}
+
+// MinWindow is the shortest window the lab measures: the README's 100 ms.
+const MinWindow = 100 * time.Millisecond
+
+// stepSpan is how long a step lasts when the file says: a sleep, a
+// repetition's for: or count: times every:, the longest of a parallel's
+// branches.
+func stepSpan(st *Step) (time.Duration, bool) {
+	switch {
+	case st.Every > 0 && st.For > 0:
+		return st.For.D(), true
+	case st.Every > 0 && st.Count > 0:
+		return time.Duration(st.Count) * st.Every.D(), true
+	case st.Sleep > 0:
+		return st.Sleep.D(), true
+	case len(st.Parallel) > 0:
+		var longest time.Duration
+		for _, b := range st.Parallel {
+			d, ok := stepSpan(b)
+			if !ok {
+				return 0, false
+			}
+			longest = max(longest, d)
+		}
+		return longest, true
+	}
+	return 0, false
 }
 
 // stepWrites says whether some iteration of st sets value v.
