@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"time"
+
+	"napilab/internal/suggest"
 )
 
 // startLoads is a start step: the loads it starts, in order.
@@ -45,8 +47,24 @@ func (l stopLoads) run(ctx context.Context, lab Lab, _ *Step, _ int) error {
 // checkLoads checks that a step's loads are declared.
 func (k *checker) checkLoads(p Pos, names []string) {
 	for _, l := range names {
-		if _, ok := k.s.Loads[l]; !ok {
-			k.c.add(p, "no load %q under loads: (known: %s)", l, strings.Join(sortedKeys(k.s.Loads), ", "))
+		k.loadRef(p, l)
+	}
+}
+
+// loadRef returns the load a step or an assertion names, or reports that
+// none has that name. A load the file declares that did not decode was
+// reported where it is written: nil, without a second error.
+func (k *checker) loadRef(p Pos, name string) *Load {
+	if l, ok := k.s.Loads[name]; ok {
+		return l
+	}
+	if !k.s.written.loads[name] {
+		names := sortedKeys(k.s.Loads)
+		if best := suggest.Closest(name, names); best != "" {
+			k.c.add(p, "no load %q under loads: (did you mean %s?)", name, best)
+		} else {
+			k.c.add(p, "no load %q under loads: (known: %s)", name, strings.Join(names, ", "))
 		}
 	}
+	return nil
 }

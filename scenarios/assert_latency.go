@@ -28,8 +28,7 @@ func (x *Latency) percentiles() []struct {
 }
 
 func (x *Latency) check(k *checker, a *Assert) {
-	l, ok := k.s.Loads[x.Load]
-	if !ok || !l.HasLatency() {
+	if l := k.loadRef(a.Pos, x.Load); l != nil && !l.HasLatency() {
 		k.c.add(a.Pos, "latency needs an rr load (or an xsk rr load), %q is not one", x.Load)
 	}
 	if x.P50+x.P90+x.P99+x.P999 == 0 {

@@ -23,9 +23,7 @@ func (x *NoStall) setDefaults() {
 }
 
 func (x *NoStall) check(k *checker, a *Assert) {
-	if _, ok := k.s.Loads[x.Load]; !ok {
-		k.c.add(a.Pos, "no load %q under loads:", x.Load)
-	}
+	k.loadRef(a.Pos, x.Load)
 	if x.Window.D() < 100*time.Millisecond {
 		k.c.add(a.Pos, "no-stall window %v: want at least 100ms", x.Window.D())
 	}

@@ -77,6 +77,10 @@ func checkKnown(n *yaml.Node, t reflect.Type, where string, c *collector) {
 			}
 			if !ok {
 				c.at(k.Line, k.Column, "unknown field %q%s%s", k.Value, in(where), didYouMean(k.Value, fields))
+				if c.unknownIn == nil {
+					c.unknownIn = map[Pos]bool{}
+				}
+				c.unknownIn[c.files.resolve(n.Line, n.Column)] = true
 				continue
 			}
 			checkKnown(v, ft, k.Value, c)
@@ -195,4 +199,3 @@ func abs(x int) int {
 	}
 	return x
 }
-

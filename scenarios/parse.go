@@ -79,6 +79,7 @@ func Parse(name string, data []byte, params map[string]string) (*Scenario, error
 	}
 	checkKnown(root, typeOfScenario, "", c)
 	s := &Scenario{Path: name, namePos: Pos{File: name, Line: 1, Col: 1}, Chosen: chosen(presets, values)}
+	s.written.loads, s.written.steps = writtenNames(root)
 	if k := keyNode(root, "name"); k != nil {
 		s.namePos = c.files.resolve(k.Line, k.Column)
 	}
@@ -324,6 +325,30 @@ func copyAt(n *yaml.Node, line, col int) *yaml.Node {
 		c.Content = append(c.Content, copyAt(ch, line, col))
 	}
 	return &c
+}
+
+// writtenNames lists the loads and the named steps the document declares.
+func writtenNames(root *yaml.Node) (loads, steps map[string]bool) {
+	loads, steps = map[string]bool{}, map[string]bool{}
+	if l := valueNode(root, "loads"); l != nil {
+		for i := 0; l.Kind == yaml.MappingNode && i+1 < len(l.Content); i += 2 {
+			loads[l.Content[i].Value] = true
+		}
+	}
+	var walk func(items *yaml.Node)
+	walk = func(items *yaml.Node) {
+		if items == nil || items.Kind != yaml.SequenceNode {
+			return
+		}
+		for _, st := range items.Content {
+			if n := valueNode(st, "name"); n != nil && n.Kind == yaml.ScalarNode {
+				steps[n.Value] = true
+			}
+			walk(valueNode(st, "parallel"))
+		}
+	}
+	walk(valueNode(root, "timeline"))
+	return loads, steps
 }
 
 // defaultDeadline checks defaults.deadline where it is written: 0 would

@@ -422,7 +422,7 @@ func closest(s string, names []string) string {
 
 // valueNode returns the value of a mapping's key, or nil.
 func valueNode(m *yaml.Node, key string) *yaml.Node {
-	for i := 0; m.Kind == yaml.MappingNode && i+1 < len(m.Content); i += 2 {
+	for i := 0; m != nil && m.Kind == yaml.MappingNode && i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == key {
 			return m.Content[i+1]
 		}

@@ -61,6 +61,9 @@ type collector struct {
 	warns Errors
 	seen  map[string]bool
 	lines map[Pos]bool // file and line of every error so far
+	// unknownIn are the mappings (by position) that held an unknown key: a
+	// step whose action key was misspelled has no action, said once.
+	unknownIn map[Pos]bool
 }
 
 // reported says whether an error was already reported on that combined line.

@@ -58,6 +58,9 @@ type Scenario struct {
 	Warnings []string `yaml:"-"`
 
 	namePos Pos // where name: is, for its error
+	// written are the load and step names the file declares, whether or not
+	// they decoded: a reference to one that did not is not an error twice.
+	written struct{ loads, steps map[string]bool }
 }
 
 // Machine is the guest's hardware and boot settings.

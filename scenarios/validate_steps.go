@@ -21,6 +21,9 @@ var hexMask = regexp.MustCompile(`^[0-9a-fA-F,]+$`)
 func (k *checker) step(st *Step) {
 	c, p := k.c, st.Pos
 	kinds, acts := st.held()
+	if len(acts) == 0 && c.unknownIn[p] {
+		return // its unknown key, reported, was meant to be the action
+	}
 	if len(acts) != 1 {
 		c.add(p, "a step needs exactly one action (%s), got %d: %s", strings.Join(Actions, ", "), len(kinds), strings.Join(kinds, ", "))
 		return

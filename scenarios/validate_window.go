@@ -1,7 +1,10 @@
 package scenarios
 
 import (
+	"fmt"
 	"time"
+
+	"napilab/internal/suggest"
 )
 
 // declared says whether a NIC or a veth end (in any netns) has that name.
@@ -35,7 +38,9 @@ func (k *checker) window(a *Assert) {
 	ref := func(what, name string) *Step {
 		switch names[name] {
 		case 0:
-			c.add(p, "%s %q: no step has that name (steps are named with name:)", what, name)
+			if !k.s.written.steps[name] { // else its own error was reported
+				c.add(p, "%s %q: no step has that name (steps are named with name:)%s", what, name, didYouMeanStep(name, names))
+			}
 			return nil
 		case 1:
 			return k.index().named[name]
@@ -108,6 +113,13 @@ func (k *checker) window(a *Assert) {
 	if w.From != "" && w.To != "" && names[w.From] == 1 && names[w.To] == 1 && k.index().order[w.From] > k.index().order[w.To] {
 		c.add(p, "during from %q comes after to %q in the timeline: the window would end before it starts", w.From, w.To)
 	}
+}
+
+func didYouMeanStep(name string, names map[string]int) string {
+	if best := suggest.Closest(name, sortedKeys(names)); best != "" {
+		return fmt.Sprintf(" (did you mean %s?)", best)
+	}
+	return ""
 }
 
 // MinWindow is the shortest window the lab measures: the README's 100 ms.
