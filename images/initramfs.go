@@ -153,21 +153,29 @@ func BuildAgent(ctx context.Context, cacheDir, moduleDir string) ([]byte, error)
 	return os.ReadFile(out.Name())
 }
 
-// ModuleRoot finds the napilab module root from the working directory up.
+// ModuleRoot finds the napilab module root from the working directory up,
+// else above the lab binary (bin/lab of a checkout run from elsewhere).
 func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
-	for d := dir; ; d = filepath.Dir(d) {
-		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
-		if err == nil && bytes.HasPrefix(b, []byte("module napilab\n")) {
-			return d, nil
-		}
-		if d == filepath.Dir(d) {
-			return "", fmt.Errorf("napilab source not found above %s: run lab from the napilab checkout", dir)
+	starts := []string{dir}
+	if exe, err := os.Executable(); err == nil {
+		starts = append(starts, filepath.Dir(exe))
+	}
+	for _, start := range starts {
+		for d := start; ; d = filepath.Dir(d) {
+			b, err := os.ReadFile(filepath.Join(d, "go.mod"))
+			if err == nil && bytes.HasPrefix(b, []byte("module napilab\n")) {
+				return d, nil
+			}
+			if d == filepath.Dir(d) {
+				break
+			}
 		}
 	}
+	return "", fmt.Errorf("napilab source not found above %s or the lab binary: run lab from the napilab checkout", dir)
 }
 
 func writeAtomic(path string, data []byte) error {

@@ -272,3 +272,50 @@ func (s state) diff(old state) string {
 	sort.Strings(extra)
 	return strings.Join(extra, ", ")
 }
+
+// TestIncludeOutsideClone: a scenario kept outside the clone includes a
+// shipped fragment; lab finds the shipped folder beside its binary's
+// folder (bin/lab), from --scenarios or $NAPILAB_SCENARIOS, and says where
+// it looked when it cannot. With root, the scenario also runs.
+func TestIncludeOutsideClone(t *testing.T) {
+	root, lab := buildLab(t)
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "mine.yaml")
+	os.WriteFile(scen, []byte("name: mine\ninclude: [fragments/nic.yaml]\nparams: {queues: \"1\", nic_rate: \"500\"}\n"+
+		"timeline:\n  - start: nic-udp\n  - sleep: 1s\n  - stop: nic-udp\nasserts:\n  - no-splat: {}\n"+
+		"  - delta: {metric: netdev.eth0.rx_packets, min: 100}\n"), 0o644)
+	lint := func(env []string, args ...string) (string, error) {
+		cmd := exec.Command(lab, append([]string{"scenario", "lint"}, append(args, scen)...)...)
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := lint(nil); err == nil || !strings.Contains(out, "include fragments/nic.yaml: not found in "+filepath.Join(dir, "fragments/nic.yaml")) {
+		t.Errorf("a lab binary outside the clone found the fragment, or did not say where it looked: %v\n%s", err, out)
+	}
+	shipped := filepath.Join(root, "scenarios")
+	if out, err := lint([]string{"NAPILAB_SCENARIOS=" + shipped}); err != nil {
+		t.Errorf("$NAPILAB_SCENARIOS: %v\n%s", err, out)
+	}
+	if out, err := lint(nil, "--scenarios", shipped); err != nil {
+		t.Errorf("--scenarios: %v\n%s", err, out)
+	}
+	inClone := filepath.Join(root, "bin", "lab-include-test")
+	if out, err := exec.Command("go", "build", "-o", inClone, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	defer os.Remove(inClone)
+	cmd := exec.Command(inClone, "scenario", "lint", scen)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("bin/lab of the clone did not find the shipped fragments: %v\n%s", err, out)
+	}
+	if testing.Short() || os.Geteuid() != 0 {
+		return
+	}
+	cmd = exec.Command(inClone, "run", scen, "-k", filepath.Join(root, "kernels/stock-6.1.yaml"), "-o", filepath.Join(dir, "runs"))
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS  mine") {
+		t.Errorf("run from outside the clone: %v\n%s", err, out)
+	}
+}

@@ -66,7 +66,7 @@ func TestIncludeRefused(t *testing.T) {
 				t.Fatal("accepted")
 			}
 			msg := err.Error()
-			if !strings.HasPrefix(msg, filepath.Join(dir, "main.yaml")+":2: ") || !strings.Contains(msg, tc.want) {
+			if !strings.HasPrefix(msg, filepath.Join(dir, "main.yaml")+":2:") || !strings.Contains(msg, tc.want) {
 				t.Errorf("error = %q, want main.yaml:2: ... %s", msg, tc.want)
 			}
 			if strings.Contains(msg, "SECRET") || strings.Contains(msg, "root:") {

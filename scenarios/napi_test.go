@@ -75,7 +75,7 @@ func TestNAPIStepErrors(t *testing.T) {
 		{"defer_hard_irqs over S32_MAX", "  - napi: {dev: eth0, defer_hard_irqs: 2147483648}\n",
 			"x.yaml:8:5: napi defer_hard_irqs 2147483648: want 0-2147483647"},
 		{"negative timeout", "  - napi: {dev: eth0, gro_flush_timeout: -1ms}\n",
-			`x.yaml:8: negative duration "-1ms"`},
+			`x.yaml:8:42: negative duration "-1ms"`},
 		{"timeout without a unit", "  - napi: {dev: eth0, irq_suspend_timeout: 200}\n", "x.yaml:8:"},
 		{"misspelt key", "  - napi: {dev: eth0, threded: enabled}\n", `x.yaml:8:23: unknown field "threded" in napi (did you mean "threaded"?)`},
 		{"two actions", "  - {napi: {dev: eth0, threaded: enabled}, sleep: 1s}\n",
@@ -98,9 +98,9 @@ func TestNAPISource(t *testing.T) {
 		{"sampler in an undeclared netns", "samplers: [{source: \"napi:b\", every: 100ms}]\n",
 			`x.yaml:9:12: netns "b" is not declared under topology.netns`},
 		{"metric in an undeclared netns", "asserts:\n  - delta: {metric: napi.b/vtx.rx-0.pid, max: 0}\n",
-			`x.yaml:10:5: netns "b" is not declared under topology.netns`},
+			`x.yaml:10:13: netns "b" is not declared under topology.netns`},
 		{"unknown field", "asserts:\n  - delta: {metric: napi.eth0.rx-0.weight, max: 0}\n",
-			`x.yaml:10:5: unknown napi field "weight"`},
+			`x.yaml:10:13: unknown napi field "weight"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("x.yaml", []byte(base+tc.yaml), nil)

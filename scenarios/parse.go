@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,6 +81,10 @@ func Parse(name string, data []byte, params map[string]string) (*Scenario, error
 	checkKnown(root, typeOfScenario, "", c)
 	s := &Scenario{Path: name, namePos: Pos{File: name, Line: 1, Col: 1}, Chosen: chosen(presets, values)}
 	s.written.loads, s.written.steps = writtenNames(root)
+	if t := valueNode(root, "timeline"); t != nil {
+		s.written.steps[""] = len(t.Content) > 0 // the timeline has items, decoded or not
+	}
+	s.root = root
 	if k := keyNode(root, "name"); k != nil {
 		s.namePos = c.files.resolve(k.Line, k.Column)
 	}
@@ -89,10 +94,11 @@ func Parse(name string, data []byte, params map[string]string) (*Scenario, error
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		for _, e := range te.Errors {
-			var line int
-			if _, serr := fmt.Sscanf(e, "line %d:", &line); serr == nil {
+			if m := typeErrorLine.FindStringSubmatch(e); m != nil {
+				line, _ := strconv.Atoi(m[1])
+				col, _ := strconv.Atoi(m[2])
 				if !c.reported(line) {
-					c.at(line, 0, "%s", strings.TrimSpace(e[strings.IndexByte(e, ':')+1:]))
+					c.at(line, col, "%s", m[3])
 				}
 				continue
 			}
@@ -326,6 +332,10 @@ func copyAt(n *yaml.Node, line, col int) *yaml.Node {
 	}
 	return &c
 }
+
+// typeErrorLine is a decoding error of yaml.v3 ("line 3: ...") or of the
+// lab's own types ("line 3:7: ...", typeError).
+var typeErrorLine = regexp.MustCompile(`^line (\d+)(?::(\d+))?: (?s)(.*)$`)
 
 // writtenNames lists the loads and the named steps the document declares.
 func writtenNames(root *yaml.Node) (loads, steps map[string]bool) {

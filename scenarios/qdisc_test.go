@@ -84,9 +84,9 @@ func TestQdiscStepErrors(t *testing.T) {
 		{"sampler in an undeclared netns", "samplers:\n  - {source: \"qdisc:b\", every: 100ms}\n",
 			`x.yaml:9:5: netns "b" is not declared under topology.netns`},
 		{"metric in an undeclared netns", "asserts:\n  - grows: {metric: qdisc.b/vtx.requeues}\n",
-			`x.yaml:9:5: netns "b" is not declared under topology.netns`},
+			`x.yaml:9:13: netns "b" is not declared under topology.netns`},
 		{"unknown counter", "asserts:\n  - grows: {metric: qdisc.eth0.stops}\n",
-			`x.yaml:9:5: unknown qdisc counter "stops" in metric "qdisc.eth0.stops", want one of packets, bytes, drops, overlimits, requeues, backlog, qlen`},
+			`x.yaml:9:13: unknown qdisc counter "stops" in metric "qdisc.eth0.stops", want one of packets, bytes, drops, overlimits, requeues, backlog, qlen`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("x.yaml", []byte(qdiscBase+tc.yaml), nil)

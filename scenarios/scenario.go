@@ -11,6 +11,8 @@ package scenarios
 import (
 	"slices"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 )
 
 // Scenario is one parsed and validated scenario file.
@@ -61,6 +63,7 @@ type Scenario struct {
 	// written are the load and step names the file declares, whether or not
 	// they decoded: a reference to one that did not is not an error twice.
 	written struct{ loads, steps map[string]bool }
+	root    *yaml.Node // the document, for the positions of keys (checker.keyPos)
 }
 
 // Machine is the guest's hardware and boot settings.

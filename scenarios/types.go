@@ -106,5 +106,5 @@ func (s *Sampler) UnmarshalYAML(n *yaml.Node) error {
 // typeError reports a bad value so that decoding goes on and every problem
 // is reported in one pass (yaml.v3 keeps going after *yaml.TypeError).
 func typeError(n *yaml.Node, format string, args ...any) error {
-	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: ", n.Line) + fmt.Sprintf(format, args...)}}
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d:%d: ", n.Line, n.Column) + fmt.Sprintf(format, args...)}}
 }

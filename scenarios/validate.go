@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"napilab/results"
 	"napilab/results/metrics"
 )
@@ -133,13 +135,13 @@ func (s *Scenario) validate(c *collector, params map[string]string) {
 		c.add(s.namePos, "%v", err)
 	}
 	if n := s.Machine.CPUs; n < 1 || n > MaxCPUs {
-		c.add(k.top, "machine.cpus %d: want 1-%d", n, MaxCPUs)
+		c.add(k.keyPos(k.top, "machine", "cpus"), "machine.cpus %d: want 1-%d", n, MaxCPUs)
 	}
 	if m := s.Machine.MemoryMB; m < 64 || m > 16384 {
-		c.add(k.top, "machine.memory_mb %d: want 64-16384", m)
+		c.add(k.keyPos(k.top, "machine", "memory_mb"), "machine.memory_mb %d: want 64-16384", m)
 	}
 	if i := s.Machine.Image; i != "" && i != ImageAgent && i != ImageDebian {
-		c.add(k.top, "machine.image %q: want %s or %s", i, ImageAgent, ImageDebian)
+		c.add(k.keyPos(k.top, "machine", "image"), "machine.image %q: want %s or %s", i, ImageAgent, ImageDebian)
 	}
 	if f := s.Machine.Flavour; f != "" && f != FlavourDebug {
 		c.add(k.top, "machine.flavour %q: want %s (kselftest steps pick the kselftest flavour themselves)", f, FlavourDebug)
@@ -166,8 +168,8 @@ func (s *Scenario) validate(c *collector, params map[string]string) {
 			c.add(sm.Pos, "sampler %s: every %v: want at least 10ms", sm.Source, sm.Every.D())
 		}
 	}
-	if len(s.Timeline) == 0 {
-		c.add(k.top, "empty timeline")
+	if len(s.Timeline) == 0 && !s.written.steps[""] {
+		c.add(k.keyPos(k.top, "timeline"), "empty timeline")
 	}
 	for _, st := range s.Timeline {
 		k.step(st)
@@ -179,6 +181,70 @@ func (s *Scenario) validate(c *collector, params map[string]string) {
 	k.invariants()
 	k.kernelReq()
 	k.perf()
+}
+
+// keyPos is where the key at path (mapping keys from the top) is written,
+// or fallback when the file does not write it.
+func (k *checker) keyPos(fallback Pos, path ...string) Pos {
+	n := k.s.root
+	var key *yaml.Node
+	for _, name := range path {
+		if n == nil {
+			return fallback
+		}
+		key, n = keyNode(n, name), valueNode(n, name)
+	}
+	if key == nil {
+		return fallback
+	}
+	return k.c.files.resolve(key.Line, key.Column)
+}
+
+// fieldPos is where key: value is written inside the item at p (an
+// assertion, a step), or p.
+func (k *checker) fieldPos(p Pos, key, value string) Pos {
+	item := findAt(k.s.root, p, k.c.files)
+	if item == nil {
+		return p
+	}
+	if kn := findKey(item, key, value, 3); kn != nil {
+		return k.c.files.resolve(kn.Line, kn.Column)
+	}
+	return p
+}
+
+// findAt is the mapping written at p.
+func findAt(n *yaml.Node, p Pos, f files) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	if n.Kind == yaml.MappingNode && f.resolve(n.Line, n.Column) == p {
+		return n
+	}
+	for _, c := range n.Content {
+		if m := findAt(c, p, f); m != nil {
+			return m
+		}
+	}
+	return nil
+}
+
+// findKey is the key node key whose scalar value is value, depth mappings down.
+func findKey(n *yaml.Node, key, value string, depth int) *yaml.Node {
+	if n == nil || depth == 0 || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k, v := n.Content[i], n.Content[i+1]; k.Value == key && v.Kind == yaml.ScalarNode && v.Value == value {
+			return k
+		}
+	}
+	for i := 1; i < len(n.Content); i += 2 {
+		if kn := findKey(n.Content[i], key, value, depth-1); kn != nil {
+			return kn
+		}
+	}
+	return nil
 }
 
 func (k *checker) checkNetns(p Pos, ns string) {
@@ -297,8 +363,14 @@ func (k *checker) load(l *Load) {
 	if l.Flows < 1 || l.Flows > 1024 {
 		c.add(p, "load %s: flows %d: want 1-1024", l.Name, l.Flows)
 	}
-	if l.Rate < 0 || l.BusyPoll < 0 || l.Size < 0 || l.Size > 65000 {
-		c.add(p, "load %s: rate, busy_poll and size must be positive (size at most 65000)", l.Name)
+	if l.Rate < 0 {
+		c.add(k.keyPos(p, "loads", l.Name, "rate"), "load %s: rate %d: want 0 (as fast as it can) or more", l.Name, l.Rate)
+	}
+	if l.BusyPoll < 0 {
+		c.add(k.keyPos(p, "loads", l.Name, "busy_poll"), "load %s: busy_poll %d: want 0 (off) or more µs", l.Name, l.BusyPoll)
+	}
+	if l.Size < 0 || l.Size > 65000 {
+		c.add(k.keyPos(p, "loads", l.Name, "size"), "load %s: size %d: want 1-65000 bytes (0: the default 64)", l.Name, l.Size)
 	}
 	for _, cpu := range []*int{l.CPU, l.SinkCPU} {
 		if cpu != nil && (*cpu < 0 || *cpu >= k.s.Machine.CPUs) {

@@ -118,6 +118,7 @@ func (k *checker) assert(a *Assert) {
 // metric checks a metric's name and that the run can measure it: its
 // netns, device, queue and CPU are in the machine and topology.
 func (k *checker) metric(p Pos, name string) {
+	p = k.fieldPos(p, "metric", name)
 	m, err := metrics.Parse(name)
 	if err != nil {
 		k.c.add(p, "%v", err)
