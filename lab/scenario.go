@@ -68,7 +68,32 @@ func newScenarioCmd() *cobra.Command {
 			listMetrics(cmd.OutOrStdout())
 		},
 	}
-	cmd.AddCommand(lint, explain, schema, metrics)
+	var from []string
+	var out string
+	newCmd := &cobra.Command{
+		Use:   "new NAME [--from nic,veth-peer] [-o FILE]",
+		Short: "Write a commented starting scenario that lints clean (NAME.yaml unless -o)",
+		Long: `Writes a new scenario file: the editor's schema modeline, the header every shipped scenario
+has (what it measures, what it guards), the shipped fragments --from names merged in (nic: a virtio-net
+NIC with a host UDP flood; veth-peer: a veth pair into netns peer with a UDP load; none: a veth pair of
+its own), their loads started and stopped around a named sleep, and no-splat plus a datagrams check.
+It never overwrites a file.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := out
+			if path == "" {
+				path = args[0] + ".yaml"
+			}
+			if err := scenarios.WriteNew(path, args[0], from); err != nil {
+				return err
+			}
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s: written; lab scenario explain %s shows the plan\n", path, path)
+			return err
+		},
+	}
+	newCmd.Flags().StringSliceVar(&from, "from", nil, "shipped fragments to include (nic, veth-peer)")
+	newCmd.Flags().StringVarP(&out, "out", "o", "", "the file to write (default NAME.yaml)")
+	cmd.AddCommand(lint, explain, schema, metrics, newCmd)
 	return cmd
 }
 

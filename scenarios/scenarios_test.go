@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"encoding/json"
+	"fmt"
 	"flag"
 	"os"
 	"os/exec"
@@ -335,4 +336,40 @@ func TestSchemaFile(t *testing.T) {
 			t.Errorf("%s: the first line is not # yaml-language-server: $schema=%s", f, rel)
 		}
 	}
+}
+
+// TestNewFile: lab scenario new writes a file that lints clean, with each
+// choice of shipped fragments, and refuses names and fragments it lacks.
+func TestNewFile(t *testing.T) {
+	dir := t.TempDir()
+	for i, frags := range [][]string{nil, {"nic"}, {"veth-peer"}, {"nic", "veth-peer"}} {
+		path := filepath.Join(dir, fmt.Sprintf("n%d.yaml", i))
+		if err := WriteNew(path, fmt.Sprintf("n%d", i), frags); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(path, nil)
+		if err != nil {
+			t.Errorf("%v: %v", frags, err)
+			continue
+		}
+		if len(s.Warnings) > 0 || len(s.Loads) == 0 || len(s.Loads) != len(frags)+boolInt(len(frags) == 0) {
+			t.Errorf("%v: warnings %v, loads %v", frags, s.Warnings, sortedKeys(s.Loads))
+		}
+		if err := WriteNew(path, "again", frags); err == nil {
+			t.Errorf("%s overwritten", path)
+		}
+	}
+	if _, err := NewFile(filepath.Join(dir, "x.yaml"), "x", []string{"../../x"}); err == nil || !strings.Contains(err.Error(), "shipped fragments: nic, veth-peer") {
+		t.Errorf("unknown fragment: %v", err)
+	}
+	if _, err := NewFile(filepath.Join(dir, "x.yaml"), "../x", nil); err == nil {
+		t.Error("a name that is a path was accepted")
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
