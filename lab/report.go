@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -110,6 +112,10 @@ func newResultsCmd(_ *globalOptions) *cobra.Command {
 
 func listResults(w io.Writer, o *resultsListOptions) error {
 	folders, err := report.ListFolders(o.out)
+	if errors.Is(err, fs.ErrNotExist) {
+		_, err = fmt.Fprintf(w, "no runs in %s yet (lab run writes them there; -o names another folder)\n", o.out)
+		return err
+	}
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func (x *NoSplat) check(k *checker, a *Assert) {
 
 func (x *NoSplat) explain(*Assert) string {
 	if len(x.Allow) == 0 {
-		return "no splat at all"
+		return "no kernel splat on the console (always, without no-splat: too)"
 	}
 	var allow []string
 	for _, al := range x.Allow {

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -95,7 +96,9 @@ func (s *Scenario) Explain(w io.Writer) {
 	end := explainSteps(w, s.Timeline, 0, "  ")
 	fmt.Fprintf(w, "  ~%v in all\n", end.Round(100*time.Millisecond))
 	fmt.Fprintln(w, "asserts:")
-	fmt.Fprintln(w, "  - no kernel splat on the console (always)")
+	if !slices.ContainsFunc(s.Asserts, func(a *Assert) bool { return a.NoSplat != nil }) {
+		fmt.Fprintln(w, "  - no kernel splat on the console (always, without no-splat: too)")
+	}
 	for _, a := range s.Asserts {
 		fmt.Fprintf(w, "  - %s\n", explainAssert(a))
 	}
