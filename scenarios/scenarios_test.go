@@ -373,3 +373,34 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+// TestReferenceDoc: the generated part of docs/scenarios.md is current.
+func TestReferenceDoc(t *testing.T) {
+	const begin, end = "<!-- generated: do not edit below -->\n", "<!-- end of generated -->\n"
+	path := filepath.Join("..", "docs", "scenarios.md")
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i, j := strings.Index(string(doc), begin), strings.Index(string(doc), end)
+	if i < 0 || j < i {
+		t.Fatalf("%s lacks the generated markers", path)
+	}
+	var b strings.Builder
+	if err := Reference(&b, "."); err != nil {
+		t.Fatal(err)
+	}
+	want := string(doc[:i]) + begin + b.String() + end + string(doc[j+len(end):])
+	if *update {
+		os.WriteFile(path, []byte(want), 0o644)
+		return
+	}
+	if want != string(doc) {
+		t.Errorf("%s is not current: go test ./scenarios -run TestReferenceDoc -update", path)
+	}
+	for _, k := range AssertKinds {
+		if !strings.Contains(b.String(), "#### `"+k+"`\n\nFields: ") {
+			t.Errorf("no fields for %s", k)
+		}
+	}
+}
