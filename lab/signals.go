@@ -75,6 +75,7 @@ var commandStopping = map[string]stopping{
 	"lab scenario explain":   stopAtOnce,
 	"lab scenario schema":    stopAtOnce,
 	"lab scenario metrics":   stopAtOnce,
+	"lab scenario new":       stopAtOnce, // one small write
 }
 
 // stoppingFor is how the command args name stops; cobra finds it as

@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -159,15 +161,13 @@ func loadTree(name string, data []byte, c *collector) (sources, error) {
 	var visit func(name string, data []byte, chain []string) error
 	visit = func(name string, data []byte, chain []string) error {
 		abs, _ := filepath.Abs(name)
-		for _, p := range chain {
-			if p == abs {
-				return fmt.Errorf("%s: include cycle: %s", srcNames(out), strings.Join(append(out.names(), name), " -> "))
-			}
-		}
 		if seen[abs] {
 			return nil // included twice from different places: once is enough
 		}
 		seen[abs] = true
+		if err := checkUTF8(name, data); err != nil {
+			return err
+		}
 		var file yaml.Node
 		if err := yaml.Unmarshal(data, &file); err != nil {
 			return yamlError(name, data, err)
@@ -195,6 +195,11 @@ func loadTree(name string, data []byte, c *collector) (sources, error) {
 			p, b, err := roots.read(name, inc)
 			if err != nil {
 				return err
+			}
+			pabs, _ := filepath.Abs(p)
+			if slices.Contains(append(chain, abs), pabs) {
+				return Errors{{Pos: Pos{File: name, Line: inc.Line, Col: inc.Column},
+					Msg: fmt.Sprintf("include cycle: %s", strings.Join(append(out.names(), p), " -> "))}}
 			}
 			if err := visit(p, b, append(chain, abs)); err != nil {
 				return err
@@ -333,6 +338,27 @@ func copyAt(n *yaml.Node, line, col int) *yaml.Node {
 	return &c
 }
 
+// checkUTF8 reports the first byte of data that is not UTF-8.
+func checkUTF8(name string, data []byte) error {
+	if utf8.Valid(data) {
+		return nil
+	}
+	line, col := 1, 1
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return Errors{{Pos: Pos{File: name, Line: line, Col: col}, Msg: fmt.Sprintf("byte 0x%02x is not UTF-8: scenario files are UTF-8 text", data[i])}}
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+		i += n
+	}
+	return nil
+}
+
 // typeErrorLine is a decoding error of yaml.v3 ("line 3: ...") or of the
 // lab's own types ("line 3:7: ...", typeError).
 var typeErrorLine = regexp.MustCompile(`^line (\d+)(?::(\d+))?: (?s)(.*)$`)
@@ -390,7 +416,6 @@ func offset(n *yaml.Node, by int) {
 	}
 }
 
-func srcNames(ss sources) string { return ss[0].name }
 
 // merge folds a fragment into dst: new keys are added, mappings merge,
 // sequences concatenate (fragment items first), dst's scalars win.
