@@ -414,8 +414,13 @@ func (r *run) setup(ctx context.Context) error {
 }
 
 // setupLimit bounds the calls before the timeline (the topology, the
-// probes): three step deadlines.
-func (r *run) setupLimit() time.Duration { return r.s.Defaults.Deadline.D() * 3 }
+// probes): three step deadlines, at least minSetupLimit.
+func (r *run) setupLimit() time.Duration { return max(r.s.Defaults.Deadline.D()*3, minSetupLimit) }
+
+// minSetupLimit is the least time setup calls get: registering a probe's
+// BPF program took over 15 s on the 6.1 debug flavour under TCG (KASAN,
+// lockdep), where a scenario with 5 s deadlines gave it 15 s.
+const minSetupLimit = time.Minute
 
 // boundedCall makes a guest call outside the timeline under limit. Past
 // it, the call is a hang of step (line), its evidence gathered while the
