@@ -28,12 +28,12 @@ PERF_KERNELS ?= kernels/threaded-napi-6.1.yaml kernels/ksoftirqd-6.12.yaml
 # lab kselftest's default net set runs on these (the Debian image, the kernels'
 # kselftest flavours).
 KSELFTEST_KERNELS ?= kernels/stock-6.1.yaml kernels/stock-6.12.yaml
-# The race scenarios also run once on these kernels' debug flavour (KASAN,
-# lockdep, UBSAN, kmemleak: bugs that do not crash a plain kernel).
+# Every scenario also runs once on these kernels' debug flavour (KASAN,
+# lockdep, UBSAN, kmemleak: bugs that do not crash a plain kernel), at the
+# rates its flavours: debug: gives, or SKIPs with the reason it gives there
+# (stock-6.1.debug: 14 runs in 11 min).
 DEBUG_KERNELS ?= kernels/stock-6.1.yaml kernels/stock-6.12.yaml
-DEBUG_SCENARIOS ?= scenarios/napi-disable-race.yaml scenarios/napi-disable-threaded-gro.yaml \
-	scenarios/napi-disable-threaded-nic.yaml scenarios/busy-poll-threaded.yaml scenarios/threaded-toggle-under-load.yaml \
-	scenarios/overload.yaml
+DEBUG_SCENARIOS ?= $(SCENARIOS)
 
 # Host packages: QEMU, the kernel source (linux-source-7.3 is not installable on
 # bookworm: the lab fetches it, see kernels/fetch.go), the kernel build dependencies, ccache,

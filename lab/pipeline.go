@@ -127,6 +127,11 @@ func (pl *planner) pass(ctx context.Context, pass int, kpath string) []runner.Jo
 func (pl *planner) group(ctx context.Context, kpath string, group []planned) []runner.Job {
 	var jobs []runner.Job
 	for _, p := range group {
+		if fl, _ := kernels.ParseFlavour(pl.o.flavour); fl.Debug && p.s.SkippedOn(scenarios.FlavourDebug) != "" {
+			// Known before the build: the guest it would need is never built.
+			fmt.Fprintf(pl.out, "SKIP  %s on %s (%s flavour): %s\n", p.s.Name, kpath, pl.o.flavour, p.s.SkippedOn(scenarios.FlavourDebug))
+			continue
+		}
 		base, err := pl.config(ctx, kpath, p.s)
 		if ctx.Err() != nil {
 			return nil

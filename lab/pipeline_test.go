@@ -361,3 +361,25 @@ func TestPlainRunsBesideFlavourBuild(t *testing.T) {
 		t.Errorf("ran %q, want %q", ran, want)
 	}
 }
+
+// TestSkippedFlavourNotBuilt: a scenario whose flavours: debug: skips it is
+// a SKIP under --flavour debug before its guest is built (the kselftest
+// flavour of a debug kernel is a cold build of 20-25 min).
+func TestSkippedFlavourNotBuilt(t *testing.T) {
+	s, err := scenarios.Open("../scenarios/kselftest-under-toggle.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := 0
+	config := func(ctx context.Context, kpath string, s *scenarios.Scenario) (runner.Config, error) {
+		built++
+		return runner.Config{Kernel: results.Kernel{Spec: "stock-6.1", Release: "6.1.192", Flavour: "debug"}}, nil
+	}
+	var out bytes.Buffer
+	pl := &planner{config: config, o: &runOptions{out: t.TempDir(), repeat: 1, flavour: "debug"},
+		groups: [][]planned{{{s: s, params: map[string]string{}}}}, k: 1, n: 1, parallel: 1, out: &out, log: &out, worst: results.Pass}
+	if jobs := pl.pass(context.Background(), 0, "kernels/stock-6.1.yaml"); len(jobs) != 0 || built != 0 ||
+		!strings.HasPrefix(out.String(), "SKIP  kselftest-under-toggle on kernels/stock-6.1.yaml (debug flavour): not on the debug flavour:") {
+		t.Errorf("%d jobs, %d guests built, printed %q", len(jobs), built, out.String())
+	}
+}
