@@ -151,7 +151,8 @@ func TestInProcessVerdicts(t *testing.T) {
 // ops and checks that the run folder has its result and console.log.
 func runInProcess(t *testing.T, s *scenarios.Scenario, ops map[string]behaviour) *results.Result {
 	t.Helper()
-	cfg := Config{Scenario: s, OutDir: t.TempDir(), Logf: t.Logf, NoPolls: true, newGuest: inProcessGuest(t, ops, nil)}
+	cfg := Config{Scenario: s, OutDir: t.TempDir(), Logf: t.Logf, NoPolls: true, newGuest: inProcessGuest(t, ops, nil),
+		setupFloor: time.Millisecond}
 	res := Run(context.Background(), cfg)
 	for _, f := range []string{"result.json", "console.log"} {
 		if _, err := os.Stat(filepath.Join(cfg.OutDir, f)); err != nil {

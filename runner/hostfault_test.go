@@ -14,6 +14,7 @@ import (
 	"napilab/images/wire"
 	"napilab/kernels/procgroup"
 	"napilab/results"
+	"napilab/scenarios"
 )
 
 // Host faults and unbounded guest totals, each through the code a run
@@ -207,5 +208,18 @@ func TestSamplesWriteFailureIsError(t *testing.T) {
 	r.finish(nil)
 	if r.res.Verdict != results.Error || len(r.res.Reasons) == 0 || !strings.Contains(r.res.Reasons[0], "samples") {
 		t.Errorf("verdict %s %q, want ERROR: samples.jsonl could not be written", r.res.Verdict, r.res.Reasons)
+	}
+}
+
+// TestSetupLimitFloor: setup calls get three step deadlines, but never less
+// than minSetupLimit (a debug kernel registers a probe in over 15 s).
+func TestSetupLimitFloor(t *testing.T) {
+	s := inProcessScenario(t, floodSteps, "") // defaults.deadline 2s
+	if got := (&run{s: s}).setupLimit(); got != minSetupLimit {
+		t.Errorf("setup limit %v with 2s deadlines, want the floor %v", got, minSetupLimit)
+	}
+	s.Defaults.Deadline = scenarios.Duration(time.Minute)
+	if got := (&run{s: s}).setupLimit(); got != 3*time.Minute {
+		t.Errorf("setup limit %v with 1m deadlines, want 3m", got)
 	}
 }

@@ -74,6 +74,9 @@ type Config struct {
 	// newGuest starts the guest; nil = (*run).startQEMU (tests run the
 	// agent in this process).
 	newGuest func(r *run, accel string) (Guest, error)
+	// setupFloor replaces minSetupLimit when set (in-process tests,
+	// whose guest registers nothing slowly).
+	setupFloor time.Duration
 	// bootLimit overrides the boot timeout (tests); 0 = bootTimeout.
 	bootLimit time.Duration
 }
@@ -415,7 +418,13 @@ func (r *run) setup(ctx context.Context) error {
 
 // setupLimit bounds the calls before the timeline (the topology, the
 // probes): three step deadlines, at least minSetupLimit.
-func (r *run) setupLimit() time.Duration { return max(r.s.Defaults.Deadline.D()*3, minSetupLimit) }
+func (r *run) setupLimit() time.Duration {
+	floor := minSetupLimit
+	if r.cfg.setupFloor > 0 {
+		floor = r.cfg.setupFloor
+	}
+	return max(r.s.Defaults.Deadline.D()*3, floor)
+}
 
 // minSetupLimit is the least time setup calls get: registering a probe's
 // BPF program took over 15 s on the 6.1 debug flavour under TCG (KASAN,
