@@ -18,8 +18,8 @@ import (
 
 	"github.com/u-root/u-root/pkg/cpio"
 
+	"napilab/internal/safefs"
 	"napilab/kernels"
-	"napilab/kernels/sandbox"
 )
 
 // debianFormat versions the Debian image recipe; bump it when Trim or the
@@ -393,7 +393,7 @@ func builtinModules(ctx context.Context, kernelDir, tmp string) (string, error) 
 	}
 	for _, f := range []string{kernels.BuiltinFile, kernels.BuiltinModinfoFile} {
 		rel := filepath.Join("lib", "modules", release, f)
-		if err := sandbox.WriteBeneath(tmp, rel, files[f], 0o644); err != nil {
+		if err := safefs.WriteBeneath(tmp, rel, files[f], 0o644); err != nil {
 			return "", fmt.Errorf("failed to write %s: %w", rel, err)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"napilab/kernels/procgroup"
+	"napilab/internal/procgroup"
 )
 
 // composeN publishes n composed images over one rootfs, oldest first.

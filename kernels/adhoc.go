@@ -2,13 +2,12 @@ package kernels
 
 import (
 	"fmt"
+	"napilab/internal/names"
 	"path/filepath"
 	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
-
-	"napilab/results"
 )
 
 // Ad-hoc specs (lab --tree DIR [--rev REV]) are written as spec files into
@@ -41,7 +40,7 @@ type adhocFile struct {
 // set, else the tree as it is on disk) with template's config, and returns
 // its path. Fragment paths are made absolute.
 func WriteTreeSpec(cacheDir, name, dir, rev string, template *Spec) (string, error) {
-	if err := results.CheckName(name); err != nil {
+	if err := names.Check(name); err != nil {
 		return "", err
 	}
 	abs, err := filepath.Abs(dir)
@@ -93,5 +92,5 @@ func TreeSpecName(dir, rev string) string {
 		name += "-" + rev
 	}
 	name = strings.Trim(nameJunkRe.ReplaceAllString(name, "-"), "-.")
-	return name[:min(len(name), results.MaxNameLen)]
+	return name[:min(len(name), names.MaxLen)]
 }

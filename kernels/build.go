@@ -9,7 +9,8 @@ import (
 	"runtime"
 	"time"
 
-	"napilab/kernels/sandbox"
+	"napilab/internal/safefs"
+	"napilab/internal/sandbox"
 )
 
 // Options tune Build; the zero value is usable.
@@ -245,7 +246,7 @@ func (b *builder) build(ctx context.Context) (*Artifact, error) {
 		}
 	}
 	logPath := filepath.Join(work, "build.log")
-	log, err := sandbox.CreateBeneath(work, "build.log", 0o644) // work is make's: no symlink followed
+	log, err := safefs.CreateBeneath(work, "build.log", 0o644) // work is make's: no symlink followed
 	if err != nil {
 		return nil, fmt.Errorf("failed to create build log: %w", err)
 	}

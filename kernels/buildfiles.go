@@ -1,9 +1,8 @@
 package kernels
 
 import (
+	"napilab/internal/safefs"
 	"path/filepath"
-
-	"napilab/kernels/sandbox"
 )
 
 // maxBuildFile caps each file lab reads out of a sandboxed kernel build's
@@ -15,7 +14,7 @@ import (
 var maxBuildFile = map[string]int64{
 	".config":                       8 << 20,
 	"arch/x86/boot/bzImage":         256 << 20,
-	"vmlinux":                       sandbox.DefaultReadMax,
+	"vmlinux":                       safefs.DefaultReadMax,
 	"include/config/kernel.release": 4 << 10,
 	"modules.builtin":               16 << 20,
 	"modules.builtin.modinfo":       16 << 20,
@@ -31,5 +30,5 @@ func readBuildFile(work, rel string) ([]byte, error) {
 	if !ok {
 		max = maxOtherBuildFile
 	}
-	return sandbox.ReadBeneathMax(work, rel, max)
+	return safefs.ReadBeneathMax(work, rel, max)
 }

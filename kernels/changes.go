@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"napilab/kernels/sandbox"
+	"napilab/internal/safefs"
 	"napilab/patches"
 )
 
@@ -134,7 +134,7 @@ func probesFor(c patches.Change, syms map[string]bool, tree string) Changed {
 	if len(ch.Probes) > 0 || tree == "" {
 		return ch
 	}
-	data, err := sandbox.ReadBeneathMax(tree, c.File, maxHunkFile)
+	data, err := safefs.ReadBeneathMax(tree, c.File, maxHunkFile)
 	if err != nil {
 		return ch
 	}
@@ -185,7 +185,7 @@ func placeHunk(tree string, h patches.DiffHunk) []patches.Change {
 	if tree == "" {
 		return fallback()
 	}
-	data, err := sandbox.ReadBeneathMax(tree, h.File, maxHunkFile)
+	data, err := safefs.ReadBeneathMax(tree, h.File, maxHunkFile)
 	if err != nil {
 		return fallback()
 	}

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"napilab/kernels/procgroup"
-	"napilab/kernels/sandbox"
+	"napilab/internal/procgroup"
+	"napilab/internal/sandbox"
 )
 
 const (

@@ -9,7 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"napilab/kernels/sandbox"
+	"napilab/internal/safefs"
+	"napilab/internal/sandbox"
 )
 
 // maker runs make for one build against one source tree and work dir.
@@ -90,7 +91,7 @@ func (m *maker) configure(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	frags = append(frags, debug...)
-	if err := sandbox.WriteBeneath(m.work, ".config", MergeConfig(data, frags), 0o644); err != nil {
+	if err := safefs.WriteBeneath(m.work, ".config", MergeConfig(data, frags), 0o644); err != nil {
 		return nil, fmt.Errorf("failed to write .config: %w", err)
 	}
 	if err := m.make(ctx, "olddefconfig", 0, nil); err != nil {

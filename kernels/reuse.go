@@ -43,7 +43,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"napilab/kernels/sandbox"
+	"napilab/internal/safefs"
+	"napilab/internal/sandbox"
 )
 
 // reuseStamp is the file in a variant's work dir that records its reusePlan.
@@ -199,7 +200,7 @@ func touchChanged(plan *reusePlan, marker *patchedMarker, now time.Time) error {
 	if marker == nil {
 		return nil
 	}
-	src, err := sandbox.OpenDir(plan.Source)
+	src, err := safefs.OpenDir(plan.Source)
 	if err != nil {
 		return err
 	}
@@ -235,11 +236,11 @@ func sameFile(a, b, rel string) (bool, os.FileInfo) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return false, nil
 	}
-	da, err := sandbox.ReadBeneathMax(a, rel, fi.Size())
+	da, err := safefs.ReadBeneathMax(a, rel, fi.Size())
 	if err != nil || int64(len(da)) != fi.Size() {
 		return false, nil
 	}
-	db, err := sandbox.ReadBeneathMax(b, rel, fi.Size())
+	db, err := safefs.ReadBeneathMax(b, rel, fi.Size())
 	if err != nil {
 		return false, nil
 	}

@@ -3,7 +3,7 @@ package kernels
 import (
 	"context"
 	"errors"
-	"napilab/kernels/sandbox"
+	"napilab/internal/sandbox"
 	"os"
 	"os/exec"
 	"path/filepath"

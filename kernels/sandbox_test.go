@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"napilab/kernels/sandbox"
+	"napilab/internal/sandbox"
 )
 
 // A kernel's make, run by lab as root, runs as the sandbox's uid: it cannot

@@ -18,7 +18,8 @@ import (
 	"strings"
 	"time"
 
-	"napilab/kernels/sandbox"
+	"napilab/internal/safefs"
+	"napilab/internal/sandbox"
 )
 
 // Selftests is an installed kselftest tree (make install's output) built
@@ -73,7 +74,7 @@ var installLimits = sandbox.Limits{Bytes: 512 << 20, Entries: 20000, Depth: 32}
 // Timeout is the per-test timeout of collection from its settings file (the
 // kselftest runner's 45 s default when there is none).
 func (s *Selftests) Timeout(collection string) time.Duration {
-	data, err := sandbox.ReadBeneathMax(s.Dir, filepath.Join(collection, "settings"), maxSettings)
+	data, err := safefs.ReadBeneathMax(s.Dir, filepath.Join(collection, "settings"), maxSettings)
 	if err == nil {
 		for _, line := range strings.Split(string(data), "\n") {
 			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "timeout="); ok {
@@ -200,7 +201,7 @@ func (sb *selftestBuild) finish(s *Selftests) error {
 	}
 	// The record is written last, in place of anything make left there.
 	s.Files = slices.DeleteFunc(files, func(e sandbox.Entry) bool { return e.Name == selftestsFile })
-	list, err := sandbox.ReadBeneathMax(sb.install, "kselftest-list.txt", maxTestList)
+	list, err := safefs.ReadBeneathMax(sb.install, "kselftest-list.txt", maxTestList)
 	if err != nil {
 		return fmt.Errorf("kselftest install wrote no kselftest-list.txt (log: %s): %w", sb.logPath, err)
 	}
@@ -232,7 +233,7 @@ func publishSelftests(s *Selftests, install, dir string) error {
 		return fmt.Errorf("failed to encode %s: %w", selftestsFile, err)
 	}
 	// Beneath: a link the sandboxed make left there is replaced, not followed.
-	f, err := sandbox.CreateBeneath(install, selftestsFile, 0o444)
+	f, err := safefs.CreateBeneath(install, selftestsFile, 0o444)
 	if err != nil {
 		return fmt.Errorf("failed to write %s: %w", selftestsFile, err)
 	}
@@ -266,7 +267,7 @@ func publishSelftests(s *Selftests, install, dir string) error {
 // loadSelftests reads a cached install's record and checks the install
 // against its manifest: a mismatch is a damaged cache entry.
 func loadSelftests(dir string) (*Selftests, error) {
-	data, err := sandbox.ReadBeneathMax(dir, selftestsFile, maxSelftestsFile)
+	data, err := safefs.ReadBeneathMax(dir, selftestsFile, maxSelftestsFile)
 	if err != nil {
 		return nil, err
 	}
@@ -377,7 +378,7 @@ func (sb *selftestBuild) addSourced() ([]string, error) {
 			if fi, err := os.Lstat(script); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 				continue // its target is read where it lives, if in here
 			}
-			data, err := sandbox.ReadBeneathMax(sb.install, filepath.Join(t, filepath.Base(script)), maxSourceFile)
+			data, err := safefs.ReadBeneathMax(sb.install, filepath.Join(t, filepath.Base(script)), maxSourceFile)
 			if err != nil {
 				return nil, err
 			}
@@ -388,14 +389,14 @@ func (sb *selftestBuild) addSourced() ([]string, error) {
 				}
 				// The (patched) source's own links are followed only
 				// inside it: a link to a root-only file is refused.
-				body, err := sandbox.ReadWithin(sb.src, filepath.Join("tools", "testing", "selftests", t, name), maxSourceFile)
+				body, err := safefs.ReadWithin(sb.src, filepath.Join("tools", "testing", "selftests", t, name), maxSourceFile)
 				if errors.Is(err, fs.ErrNotExist) {
 					continue
 				}
 				if err != nil {
 					return nil, fmt.Errorf("failed to read the helper %s sources: %w", filepath.Base(script), err)
 				}
-				if err := sandbox.WriteBeneath(sb.install, filepath.Join(t, name), body, 0o755); err != nil {
+				if err := safefs.WriteBeneath(sb.install, filepath.Join(t, name), body, 0o755); err != nil {
 					return nil, err
 				}
 				added = append(added, fmt.Sprintf("%s/%s (sourced by %s)", t, name, filepath.Base(script)))
@@ -502,14 +503,14 @@ func (sb *selftestBuild) xdpDummy(ctx context.Context) error {
 	// The install and xdp-include (beside make's output) are the sandboxed
 	// make's: no link there is followed.
 	inc := filepath.Join(filepath.Dir(sb.out), "xdp-include")
-	if err := sandbox.MkdirBeneath(sb.install, "bpf", 0o755); err != nil {
+	if err := safefs.MkdirBeneath(sb.install, "bpf", 0o755); err != nil {
 		return err
 	}
-	helpers, err := sandbox.ReadBeneathMax(sb.src, filepath.Join("tools", "lib", "bpf", "bpf_helpers.h"), maxSourceFile)
+	helpers, err := safefs.ReadBeneathMax(sb.src, filepath.Join("tools", "lib", "bpf", "bpf_helpers.h"), maxSourceFile)
 	if err != nil {
 		return fmt.Errorf("xdp_dummy: %w", err)
 	}
-	if err := sandbox.WriteBeneath(inc, filepath.Join("bpf", "bpf_helpers.h"), helpers, 0o644); err != nil {
+	if err := safefs.WriteBeneath(inc, filepath.Join("bpf", "bpf_helpers.h"), helpers, 0o644); err != nil {
 		return err
 	}
 	for _, d := range []string{filepath.Join(inc, "bpf"), filepath.Dir(obj)} {
@@ -629,5 +630,5 @@ func writeStub(root, path, why string) error {
 	msg := strings.ReplaceAll(why, "'", "")
 	stub := fmt.Sprintf("#!/bin/sh\necho '%s did not compile on the lab host: %s'\nexit 4\n", filepath.Base(path), msg)
 	// root is the sandboxed make's output: no symlink there is followed.
-	return sandbox.WriteBeneath(root, rel, []byte(stub), 0o755)
+	return safefs.WriteBeneath(root, rel, []byte(stub), 0o755)
 }

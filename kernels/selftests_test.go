@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"napilab/kernels/sandbox"
+	"napilab/internal/sandbox"
 )
 
 // make-6.1-tls.log is real `make -k` output: Debian's 6.1.192 tls.c does not

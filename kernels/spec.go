@@ -9,8 +9,9 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"napilab/internal/names"
+	"napilab/internal/safefs"
 	"napilab/patches"
-	"napilab/results"
 )
 
 // Spec describes one kernel: its source tarball, its config and its patches.
@@ -129,7 +130,7 @@ func loadSpec(path string, chain []string) (*Spec, error) {
 	if slices.Contains(chain, abs) {
 		return nil, &SpecError{Path: path, Msg: "extends cycle"}
 	}
-	data, err := results.ReadRegular(path, maxSpecSize)
+	data, err := safefs.ReadRegular(path, maxSpecSize)
 	if err != nil {
 		return nil, fmt.Errorf("failed to read spec: %w", err)
 	}
@@ -182,7 +183,7 @@ func loadSpec(path string, chain []string) (*Spec, error) {
 		spec.Modes = nil
 	}
 	for _, m := range f.Modes {
-		if err := results.CheckName(m.Value); err != nil {
+		if err := names.Check(m.Value); err != nil {
 			errs = multierror.Append(errs, &SpecError{Path: path, Line: m.Line, Msg: fmt.Sprintf("modes: %q: %v", m.Value, err)})
 			continue
 		}
@@ -190,7 +191,7 @@ func loadSpec(path string, chain []string) (*Spec, error) {
 	}
 	spec.Config.Selftests = append(spec.Config.Selftests, f.Config.Selftests...)
 
-	if err := results.CheckName(f.Name); err != nil {
+	if err := names.Check(f.Name); err != nil {
 		errs = multierror.Append(errs, &SpecError{Path: path, Line: f.NameLine, Msg: err.Error()})
 	}
 	if b := f.Config.Base; b.Value != "" && !slices.Contains(ConfigBases, b.Value) {

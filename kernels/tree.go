@@ -39,7 +39,7 @@ import (
 	"regexp"
 	"strings"
 
-	"napilab/kernels/procgroup"
+	"napilab/internal/procgroup"
 )
 
 // TreeState is the source a tree or git base resolved to.

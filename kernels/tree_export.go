@@ -26,7 +26,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"napilab/kernels/sandbox"
+	"napilab/internal/safefs"
 	"napilab/patches"
 )
 
@@ -192,12 +192,12 @@ var testHookLinked func(name string)
 // created, so that a failed sync is undone by the next export; syncPatched
 // returns them.
 func syncPatched(src, dst string, files []string, record func(created []string) error) ([]string, error) {
-	from, err := sandbox.OpenDir(src)
+	from, err := safefs.OpenDir(src)
 	if err != nil {
 		return nil, fmt.Errorf("failed to open patched copy: %w", err)
 	}
 	defer from.Close()
-	to, err := sandbox.OpenDir(dst)
+	to, err := safefs.OpenDir(dst)
 	if err != nil {
 		return nil, fmt.Errorf("failed to open export: %w", err)
 	}
@@ -264,7 +264,7 @@ func syncPatched(src, dst string, files []string, record func(created []string) 
 		if err := to.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, &fileError{f, err}
 		}
-		if err := sandbox.Link(from, f, to, f); err != nil {
+		if err := safefs.Link(from, f, to, f); err != nil {
 			return nil, &fileError{f, err}
 		}
 		if testHookLinked != nil {
@@ -275,7 +275,7 @@ func syncPatched(src, dst string, files []string, record func(created []string) 
 }
 
 // lstat is Dir.Lstat with nil, nil for a name that does not exist.
-func lstat(d *sandbox.Dir, rel string) (*unix.Stat_t, error) {
+func lstat(d *safefs.Dir, rel string) (*unix.Stat_t, error) {
 	st, err := d.Lstat(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -293,7 +293,7 @@ func removeCreated(dir string, names []string) error {
 	if len(names) == 0 {
 		return nil
 	}
-	d, err := sandbox.OpenDir(dir)
+	d, err := safefs.OpenDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -2,12 +2,11 @@ package kernels
 
 import (
 	"errors"
+	"napilab/internal/safefs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"napilab/kernels/sandbox"
 )
 
 // TestExportPlantedLink: a symlink planted in the export while the patched
@@ -42,7 +41,7 @@ func TestExportPlantedLink(t *testing.T) {
 	defer func() { testHookLinked = nil }()
 	spec := &Spec{Name: "planted", Base: Base{Tree: repo}, Patches: []string{pdir}}
 	err := exportSpec(t, l, spec)
-	if err == nil || !errors.Is(err, sandbox.ErrNotBeneath) || !strings.Contains(err.Error(), "net/two/new2.c") ||
+	if err == nil || !errors.Is(err, safefs.ErrNotBeneath) || !strings.Contains(err.Error(), "net/two/new2.c") ||
 		!strings.Contains(err.Error(), "0002-two.patch") {
 		t.Fatalf("export with a link planted on the way: %v, want an error naming 0002-two.patch and net/two/new2.c", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"napilab/internal/safefs"
 	"napilab/kernels"
 	"path/filepath"
 	"strings"
@@ -52,7 +53,7 @@ const maxReplaySize = 1 << 20
 // the spec path is checked by reproSpec, the QEMU line is never run.
 func readReplay(dir string) (*results.Replay, error) {
 	path := filepath.Join(dir, "replay.json")
-	b, err := results.ReadRegular(path, maxReplaySize)
+	b, err := safefs.ReadRegular(path, maxReplaySize)
 	if err != nil {
 		return nil, fmt.Errorf("not a replayable run folder: %w", err)
 	}

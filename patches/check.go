@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"napilab/kernels/sandbox"
+	"napilab/internal/sandbox"
 )
 
 // State is how a patch relates to a tree.

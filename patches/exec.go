@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"napilab/kernels/procgroup"
-	"napilab/kernels/sandbox"
+	"napilab/internal/procgroup"
+	"napilab/internal/sandbox"
 )
 
 const (

@@ -51,15 +51,15 @@ func TestHunks(t *testing.T) {
 
 func TestDefName(t *testing.T) {
 	for line, want := range map[string]string{
-		"static int napi_thread_wait(struct napi_struct *napi)": "napi_thread_wait",
+		"static int napi_thread_wait(struct napi_struct *napi)":                "napi_thread_wait",
 		"static __latent_entropy void net_rx_action(struct softirq_action *h)": "net_rx_action",
-		"void *foo(int a,":                       "foo",
-		"static DEFINE_PER_CPU(bool, flag);":     "",
-		"EXPORT_SYMBOL(napi_enable);":            "",
-		"#define X(a) (a)":                       "",
-		"struct napi_struct {":                   "",
-		"\tif (x) {":                             "",
-		"if (x)":                                 "",
+		"void *foo(int a,":                      "foo",
+		"static DEFINE_PER_CPU(bool, flag);":    "",
+		"EXPORT_SYMBOL(napi_enable);":           "",
+		"#define X(a) (a)":                      "",
+		"struct napi_struct {":                  "",
+		"\tif (x) {":                            "",
+		"if (x)":                                "",
 		"static const struct ethtool_ops o = {": "",
 	} {
 		if got := DefName(line); got != want {

@@ -13,6 +13,7 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"napilab/internal/safefs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -528,7 +529,7 @@ const MaxResultSize = 64 << 20
 
 // Read loads a result.json, a regular file of at most MaxResultSize.
 func Read(path string) (*Result, error) {
-	b, err := ReadRegular(path, MaxResultSize)
+	b, err := safefs.ReadRegular(path, MaxResultSize)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -19,22 +18,6 @@ const (
 	ResultFile  = "result.json"
 	SamplesFile = "samples.jsonl"
 )
-
-// MaxNameLen bounds a scenario or kernel spec name: it becomes part of a
-// folder name.
-const MaxNameLen = 100
-
-var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-
-// CheckName is the rule for the names of scenarios and kernel specs, which
-// name run folders and cache folders: a letter or digit, then letters,
-// digits, '.', '_' or '-', at most MaxNameLen in all.
-func CheckName(name string) error {
-	if !nameRe.MatchString(name) || len(name) > MaxNameLen {
-		return fmt.Errorf("bad name %q, want [A-Za-z0-9][A-Za-z0-9._-]* (at most %d characters)", name, MaxNameLen)
-	}
-	return nil
-}
 
 // maxFolderName bounds the name part of a run folder (file names stop at 255 bytes).
 const maxFolderName = 160
@@ -85,37 +68,6 @@ func folderName(name string) string {
 		return "run"
 	}
 	return string(b)
-}
-
-// ReadRegular reads a regular file of at most limit bytes. Anything else
-// (a device, a FIFO, a folder, a larger file) is refused without reading
-// it, so its content never reaches an error message. It follows symlinks;
-// callers that must not, check with os.Lstat first.
-func ReadRegular(path string, limit int64) ([]byte, error) {
-	// O_NONBLOCK: opening a FIFO must not wait for a writer.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%s is %d bytes, over the limit of %d", path, fi.Size(), limit)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s grew over the limit of %d bytes", path, limit)
-	}
-	return b, nil
 }
 
 // MetricsGroup is the sampler group of the snapshots taken before and

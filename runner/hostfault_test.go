@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"napilab/images/wire"
-	"napilab/kernels/procgroup"
+	"napilab/internal/procgroup"
 	"napilab/results"
 	"napilab/scenarios"
 )

@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"strings"
 
-	"napilab/kernels/sandbox"
+	"napilab/internal/sandbox"
 
 	"github.com/hashicorp/go-multierror"
 	"github.com/vishvananda/netlink"

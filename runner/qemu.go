@@ -14,8 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"napilab/images/wire"
-	"napilab/kernels/procgroup"
-	"napilab/kernels/sandbox"
+	"napilab/internal/procgroup"
+	"napilab/internal/sandbox"
 )
 
 // QEMU describes one guest: what qemu-system-x86_64 is started with.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"napilab/kernels/sandbox"
+	"napilab/internal/sandbox"
 )
 
 func TestQEMUArgsSandbox(t *testing.T) {

@@ -4,13 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"napilab/internal/safefs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"gopkg.in/yaml.v3"
-
-	"napilab/results"
 )
 
 // ShippedDir is the project's scenarios folder (the shipped scenarios and
@@ -128,7 +127,7 @@ func (rs roots) read(from string, inc yaml.Node) (string, []byte, error) {
 		return fail("include %s: %s is outside the scenario's folder and the shipped scenarios (%s)",
 			inc.Value, real, strings.Join(rs.dirs, ", "))
 	}
-	b, err := results.ReadRegular(real, MaxFileSize)
+	b, err := safefs.ReadRegular(real, MaxFileSize)
 	if err != nil {
 		return fail("include %s: %v", inc.Value, err)
 	}

@@ -1,9 +1,10 @@
 package scenarios
 
 import (
-	"gopkg.in/yaml.v3"
 	"regexp"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // Inject is a race-widening probe: the kernel busy-waits Delay at a function's

@@ -2,14 +2,14 @@ package scenarios
 
 import (
 	"fmt"
+	"napilab/internal/names"
+	"napilab/internal/safefs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
-
-	"napilab/results"
 )
 
 // NewFile writes the text of a new scenario named name at path: the
@@ -18,7 +18,7 @@ import (
 // none gives a veth pair of its own), their loads started and stopped, and
 // the assertions every scenario starts from. It lints clean as written.
 func NewFile(path, name string, fragments []string) ([]byte, error) {
-	if err := results.CheckName(name); err != nil {
+	if err := names.Check(name); err != nil {
 		return nil, err
 	}
 	shipped := shippedDir(path)
@@ -47,7 +47,7 @@ description: >
 				return nil, fmt.Errorf("no fragment %q in %s (shipped fragments: %s)", f, filepath.Join(shipped, "fragments"), strings.Join(known, ", "))
 			}
 			rel := filepath.Join("fragments", f+".yaml")
-			data, err := results.ReadRegular(filepath.Join(shipped, rel), MaxFileSize)
+			data, err := safefs.ReadRegular(filepath.Join(shipped, rel), MaxFileSize)
 			if err != nil {
 				return nil, fmt.Errorf("fragment %s: %w", f, err)
 			}

@@ -27,7 +27,7 @@ func Open(path string, params map[string]string) (*Scenario, error) {
 		return nil, err
 	}
 	defer f.Close()
-	// Not results.ReadRegular: lab run <(generator) is a pipe.
+	// Not safefs.ReadRegular: lab run <(generator) is a pipe.
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("failed to read %s: %w", path, err)
@@ -415,7 +415,6 @@ func offset(n *yaml.Node, by int) {
 		offset(c, by)
 	}
 }
-
 
 // merge folds a fragment into dst: new keys are added, mappings merge,
 // sequences concatenate (fragment items first), dst's scalars win.

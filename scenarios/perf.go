@@ -13,8 +13,8 @@ import (
 	"github.com/invopop/jsonschema"
 	"gopkg.in/yaml.v3"
 
+	"napilab/internal/names"
 	"napilab/internal/suggest"
-	"napilab/results"
 	"napilab/results/metrics"
 	"napilab/results/stats"
 )
@@ -253,7 +253,7 @@ func (k *checker) perf() {
 	}
 	c := k.c
 	if b := p.Baseline; b != BaselineBase && !strings.HasSuffix(b, ".yaml") {
-		if err := results.CheckName(b); err != nil {
+		if err := names.Check(b); err != nil {
 			c.add(p.Pos, "perf baseline %q: want base, a kernel spec (.yaml) or a stored baseline's name: %v", b, err)
 		}
 	}
@@ -290,7 +290,7 @@ func (k *checker) modes() {
 	seen := map[string]string{}
 	for _, name := range sortedKeys(p.Modes) {
 		set := p.Modes[name]
-		if err := results.CheckName(name); err != nil {
+		if err := names.Check(name); err != nil {
 			c.add(p.Pos, "perf mode %q: %v", name, err)
 		}
 		if len(set) == 0 {

@@ -9,7 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"napilab/results"
+	"napilab/internal/names"
 	"napilab/results/metrics"
 )
 
@@ -131,7 +131,7 @@ func (s *Scenario) validate(c *collector, params map[string]string) {
 		onDev: map[string]string{}}
 	if s.Name == "" {
 		c.add(k.top, "missing name")
-	} else if err := results.CheckName(s.Name); err != nil {
+	} else if err := names.Check(s.Name); err != nil {
 		c.add(s.namePos, "%v", err)
 	}
 	if n := s.Machine.CPUs; n < 1 || n > MaxCPUs {

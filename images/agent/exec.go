@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"napilab/images/wire"
-	"napilab/kernels/procgroup"
+	"napilab/internal/procgroup"
 )
 
 // execWaitDelay is how long output may stay open after the program exits (a

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"napilab/kernels/procgroup"
+	"napilab/internal/procgroup"
 	"napilab/results"
 )
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"napilab/internal/names"
 	"napilab/results"
 )
 
@@ -61,8 +62,8 @@ func CheckBaselineName(name string) error {
 		return fmt.Errorf("bad baseline name %q: at most one '@'", name)
 	}
 	for _, p := range parts {
-		if results.CheckName(p) != nil {
-			return fmt.Errorf("bad baseline name %q, want NAME or NAME@NAME, each [A-Za-z0-9][A-Za-z0-9._-]* (at most %d characters)", name, results.MaxNameLen)
+		if names.Check(p) != nil {
+			return fmt.Errorf("bad baseline name %q, want NAME or NAME@NAME, each [A-Za-z0-9][A-Za-z0-9._-]* (at most %d characters)", name, names.MaxLen)
 		}
 	}
 	return nil

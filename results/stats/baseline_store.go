@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"napilab/internal/safefs"
 	"napilab/results"
 )
 
@@ -90,7 +91,7 @@ func LoadBaselines(dir string) ([]*Baseline, error) {
 }
 
 func loadBaseline(path string) (*Baseline, error) {
-	data, err := results.ReadRegular(path, maxBaselineSize)
+	data, err := safefs.ReadRegular(path, maxBaselineSize)
 	if err != nil {
 		return nil, fmt.Errorf("failed to read baseline: %w", err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"napilab/kernels/procgroup"
+	"napilab/internal/procgroup"
 )
 
 // A Mount puts one host folder into a jail (see Start).

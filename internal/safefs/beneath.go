@@ -1,4 +1,4 @@
-package sandbox
+package safefs
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 var ErrNotBeneath = errors.New("leads through a symlink or out of the folder (not followed)")
 
 // Dir is a folder held open by an O_PATH fd. Its methods take names
-// relative to it and resolve them beneath it without following any
+// relative to it and resolve them ResolveBeneath it without following any
 // symlink (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS),
 // then act on the last component through its parent's fd: a link planted
 // on the way (by a tree, a patch or a sandboxed build) is an error, never a
@@ -86,7 +86,7 @@ func Link(src *Dir, srcRel string, dst *Dir, dstRel string) error {
 }
 
 // at runs op on the last component of rel with an fd of its parent,
-// opened beneath d without following symlinks.
+// opened ResolveBeneath d without following symlinks.
 func (d *Dir) at(rel, op string, fn func(fd int, base string) error) error {
 	name := d.path + "/" + rel
 	parent, base := path.Split(rel)
@@ -95,7 +95,7 @@ func (d *Dir) at(rel, op string, fn func(fd int, base string) error) error {
 	}
 	fd := d.fd
 	if parent != "" {
-		pfd, err := unix.Openat2(d.fd, parent, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: beneath})
+		pfd, err := unix.Openat2(d.fd, parent, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: ResolveBeneath})
 		if err != nil {
 			return beneathErr(op, name, err)
 		}

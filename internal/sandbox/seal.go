@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"napilab/internal/safefs"
 	"os"
 	"path"
 	"slices"
@@ -126,7 +127,7 @@ func (w *walker) entry(dfd int, name, n string, depth int) error {
 		if depth+1 > w.lim.Depth {
 			return fmt.Errorf("%s nests folders over %d deep", w.root, w.lim.Depth)
 		}
-		fd, err := unix.Openat2(dfd, n, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath})
+		fd, err := unix.Openat2(dfd, n, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: safefs.ResolveBeneath})
 		if err != nil {
 			return &os.PathError{Op: "open", Path: w.path(name), Err: err}
 		}
@@ -141,7 +142,7 @@ func (w *walker) entry(dfd int, name, n string, depth int) error {
 
 // file lists (and seals) the regular file n of dfd with its hash.
 func (w *walker) file(dfd int, name, n string) error {
-	fd, err := unix.Openat2(dfd, n, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_NOCTTY | unix.O_CLOEXEC, Resolve: beneath})
+	fd, err := unix.Openat2(dfd, n, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_NOCTTY | unix.O_CLOEXEC, Resolve: safefs.ResolveBeneath})
 	if err != nil {
 		return &os.PathError{Op: "open", Path: w.path(name), Err: err}
 	}

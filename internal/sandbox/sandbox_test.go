@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"napilab/internal/safefs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -264,27 +265,27 @@ func TestBeneathFollowsNoSymlink(t *testing.T) {
 	}
 	os.Symlink(victim, filepath.Join(dir, "file"))
 	os.Symlink(outside, filepath.Join(dir, "folder"))
-	if _, err := ReadBeneath(dir, "file"); err == nil {
+	if _, err := safefs.ReadBeneath(dir, "file"); err == nil {
 		t.Error("ReadBeneath followed a symlinked file")
 	}
-	if _, err := ReadBeneath(dir, "folder/victim"); err == nil {
+	if _, err := safefs.ReadBeneath(dir, "folder/victim"); err == nil {
 		t.Error("ReadBeneath followed a symlinked folder")
 	}
-	if err := WriteBeneath(dir, "folder/victim", []byte("x"), 0o644); err == nil {
+	if err := safefs.WriteBeneath(dir, "folder/victim", []byte("x"), 0o644); err == nil {
 		t.Error("WriteBeneath followed a symlinked folder")
 	}
-	if err := WriteBeneath(dir, "file", []byte("new\n"), 0o755); err != nil {
+	if err := safefs.WriteBeneath(dir, "file", []byte("new\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if data, _ := os.ReadFile(victim); string(data) != "host\n" {
 		t.Errorf("WriteBeneath wrote through a symlink: %q", data)
 	}
-	if err := WriteBeneath(dir, "a/b/c", []byte("deep\n"), 0o644); err != nil {
+	if err := safefs.WriteBeneath(dir, "a/b/c", []byte("deep\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for rel, want := range map[string]string{"file": "new\n", "a/b/c": "deep\n"} {
-		if data, err := ReadBeneath(dir, rel); err != nil || string(data) != want {
-			t.Errorf("ReadBeneath(%s) = %q, %v; want %q", rel, data, err, want)
+		if data, err := safefs.ReadBeneath(dir, rel); err != nil || string(data) != want {
+			t.Errorf("safefs.ReadBeneath(%s) = %q, %v; want %q", rel, data, err, want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package sandbox
+package safefs
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,7 +27,7 @@ func ReadBeneath(dir, rel string) ([]byte, error) {
 // as root, must not copy out /etc/shadow planted as work/.../bzImage. A
 // FIFO or device is refused without blocking, a file over max bytes too.
 func ReadBeneathMax(dir, rel string, max int64) ([]byte, error) {
-	return readBeneath(dir, rel, max, beneath)
+	return readBeneath(dir, rel, max, ResolveBeneath)
 }
 
 // ReadWithin reads the regular file rel below dir as ReadBeneathMax does,
@@ -86,8 +87,8 @@ func openFile(dir, rel string, resolve uint64) (*os.File, error) {
 	return f, nil
 }
 
-// beneath resolves below a folder without following any symlink.
-const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+// ResolveBeneath resolves below a folder without following any symlink.
+const ResolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
 
 // MkdirBeneath creates the folder rel below dir and the folders on its way
 // (those there already are kept) without following a symlink or leaving dir.
@@ -112,7 +113,7 @@ func mkdirBeneath(dir string, parts []string, perm os.FileMode) (int, error) {
 			unix.Close(pfd)
 			return -1, &os.PathError{Op: "mkdir", Path: name, Err: err}
 		}
-		fd, err := unix.Openat2(pfd, part, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: beneath})
+		fd, err := unix.Openat2(pfd, part, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: ResolveBeneath})
 		unix.Close(pfd)
 		if err != nil {
 			return -1, &os.PathError{Op: "open", Path: name, Err: err}
@@ -140,7 +141,7 @@ func CreateBeneath(dir, rel string, perm os.FileMode) (*os.File, error) {
 		return nil, &os.PathError{Op: "remove", Path: name, Err: err}
 	}
 	fd, err := unix.Openat2(pfd, base, &unix.OpenHow{Flags: unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_CLOEXEC,
-		Mode: uint64(perm.Perm()), Resolve: beneath})
+		Mode: uint64(perm.Perm()), Resolve: ResolveBeneath})
 	if err != nil {
 		return nil, &os.PathError{Op: "create", Path: name, Err: err}
 	}
@@ -158,4 +159,35 @@ func WriteBeneath(dir, rel string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	return f.Close()
+}
+
+// ReadRegular reads a regular file of at most limit bytes. Anything else
+// (a device, a FIFO, a folder, a larger file) is refused without reading
+// it, so its content never reaches an error message. It follows symlinks;
+// callers that must not, check with os.Lstat first.
+func ReadRegular(path string, limit int64) ([]byte, error) {
+	// O_NONBLOCK: opening a FIFO must not wait for a writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("%s is %d bytes, over the limit of %d", path, fi.Size(), limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s grew over the limit of %d bytes", path, limit)
+	}
+	return b, nil
 }
