@@ -75,13 +75,19 @@ test-kernel: deps lab
 	for c in $$rcode $$dcode $$pcode $$kcode; do [ $$(rank $$c) -gt $$(rank $$code) ] && code=$$c; done; \
 	echo "lab exit code $$code (run $$rcode, debug $$dcode, perf $$pcode, kselftest $$kcode; 0 PASS, 1 FAIL, 2 ERROR, 3 INCONCLUSIVE; make itself reports any failure as 2)"; exit $$code
 
-# test runs unit tests and the integration tests that boot the real kernel.
-# One package at a time (-p 1): the lab and runner packages both boot guests,
-# and two guests beside each other on 2 cores starve the debug kernels'
-# controls (a clean stock-6.1.debug missed NET_RX >= 1000 by 2 that way).
+# test runs in two tiers and stops at the first that fails: go vet and the
+# short tests (no kernel build, no VM: about 2 min), then every test,
+# including those that build and boot the real kernels (20-30 min warm).
+# The long tier runs one package at a time (-p 1): the lab and runner
+# packages both boot guests, and two guests beside each other on 2 cores
+# starve the debug kernels' controls (a clean stock-6.1.debug missed
+# NET_RX >= 1000 by 2 that way).
 test: deps
-	$(GO) vet ./...
-	$(GO) test -count=1 -p 1 -timeout 85m ./...
+	@echo "== tier 1: go vet, make test-short"; start=$$(date +%s); \
+	$(GO) vet ./... && $(MAKE) -s test-short || exit 1; \
+	echo "== tier 1 passed in $$(( $$(date +%s) - start ))s; tier 2: every test, real kernels"; start=$$(date +%s); \
+	$(GO) test -count=1 -p 1 -timeout 85m ./... || exit 1; \
+	echo "== tier 2 passed in $$(( $$(date +%s) - start ))s"
 
 # test-lab is the lab's own regression test alone (make test runs it too):
 # the positive-control kernels (real upstream bugs put back) must FAIL their
@@ -91,7 +97,7 @@ test-lab: deps
 
 # test-short skips everything that builds or boots a kernel.
 test-short:
-	$(GO) test -short ./...
+	$(GO) test -count=1 -short ./...
 
 # bench: boot to agent ready per machine (min/median/max, machines
 # interleaved; NAPILAB_BENCH_MACHINES, NAPILAB_BENCH_BOOTS), a run's overhead
