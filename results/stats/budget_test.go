@@ -31,7 +31,7 @@ func TestCheckBudgetsRule(t *testing.T) {
 			reason: "m -24.0% [-25.2..-22.7%] p=0.0079, budget -5%: beyond the noise and the budget"},
 		{name: "drop within budget", a: budgetBase, b: []float64{99, 100, 98, 99.5, 98.5},
 			budget: Budget{MaxDrop: .05}, want: results.Pass, ratio: 0.99,
-			reason: "m -1.0% [-2.5..+0.5%] p=0.11, budget -5%: within budget"},
+			reason: "m -1.0% [-2.5..+0.5%] p=0.13, budget -5%: within budget"},
 		{name: "drop beyond noise but within budget", a: budgetBase, b: []float64{97, 96.5, 97.5, 96.8, 97.2},
 			budget: Budget{MaxDrop: .10}, want: results.Pass, ratio: 0.97, reason: "within budget"},
 		{name: "a drop under a rise budget", a: budgetBase, b: []float64{76, 77, 75, 76.5, 75.5},

@@ -12,17 +12,16 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	gfloats "gonum.org/v1/gonum/floats" // aliased: the package has a func floats
+	// aliased: the package has a func floats
+	"golang.org/x/perf/benchmath"
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/combin"
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
 const (
 	cmpMethod = "Mann-Whitney U (two-sided) and a bootstrap 95% interval of the median ratio; " +
 		"a difference counts when both agree"
-	cmpResamples  = 10000 // bootstrap resamples per metric
-	cmpExactLimit = 50    // exact U distribution when both n are below this and there are no ties
+	cmpResamples = 10000 // bootstrap resamples per metric
 )
 
 // Sample is one run's value of one metric.
@@ -179,7 +178,8 @@ func cmpRatio(a, b float64) float64 {
 
 // cmpBootstrap resamples each kernel's values independently and returns the
 // 2.5% and 97.5% percentiles of the resampled median ratio. A resample whose
-// medians are both 0 counts as ratio 1 (no difference).
+// medians are both 0 counts as ratio 1 (no difference). Hand-written:
+// benchmath gives an interval of each median, not of their ratio.
 func cmpBootstrap(xa, xb []float64, rng *rand.Rand) (lo, hi float64) {
 	ratios := make([]float64, cmpResamples)
 	ra, rb := make([]float64, len(xa)), make([]float64, len(xb))
@@ -202,81 +202,20 @@ func cmpBootstrap(xa, xb []float64, rng *rand.Rand) (lo, hi float64) {
 	return stat.Quantile(0.025, stat.Empirical, ratios, nil), stat.Quantile(0.975, stat.Empirical, ratios, nil)
 }
 
-// cmpMannWhitney returns the two-sided Mann-Whitney U p-value: exact when
-// both samples are small and there are no ties, otherwise the normal
-// approximation with tie and continuity correction (as R's wilcox.test),
-// never below cmpMinP.
+// cmpMannWhitney returns the two-sided Mann-Whitney U p-value from
+// benchmath (benchstat's): exact for the lab's sample sizes, ties included;
+// 1 when every value is the same.
 func cmpMannWhitney(xa, xb []float64) float64 {
-	n1, n2 := len(xa), len(xb)
-	all := append(slices.Clone(xa), xb...)
-	idx := make([]int, len(all))
-	gfloats.Argsort(all, idx) // sorts all; idx maps back to the original position
-	var r1, ties float64
-	for i := 0; i < len(all); {
-		j := i + 1
-		for j < len(all) && all[j] == all[i] {
-			j++
-		}
-		rank := float64(i+j+1) / 2 // mid-rank of positions i..j-1
-		for _, k := range idx[i:j] {
-			if k < n1 {
-				r1 += rank
-			}
-		}
-		if t := float64(j - i); t > 1 {
-			ties += t*t*t - t
-		}
-		i = j
-	}
-	u := r1 - float64(n1*(n1+1))/2
-	nn := float64(n1 * n2)
-	if ties == 0 && n1 < cmpExactLimit && n2 < cmpExactLimit {
-		return min(1, 2*cmpExactCDF(n1, n2, int(min(u, nn-u))))
-	}
-	n := float64(n1 + n2)
-	sigma := math.Sqrt(nn / 12 * (n + 1 - ties/(n*(n-1))))
-	if sigma == 0 { // every value is the same
-		return 1
-	}
-	z := max(math.Abs(u-nn/2)-0.5, 0) / sigma
-	// With ties at tiny n the approximation can undercut what any permutation
-	// test could give (0,0,0 vs 5,5,5 would get p=0.047), so floor it there.
-	return max(min(1, 2*distuv.UnitNormal.Survival(z)), cmpMinP(n1, n2))
+	th := benchmath.DefaultThresholds
+	return benchmath.AssumeNothing.Compare(benchmath.NewSample(slices.Clone(xa), &th), benchmath.NewSample(slices.Clone(xb), &th)).P
 }
 
 // cmpMinP is the smallest two-sided p a permutation test can give for samples
-// of n1 and n2: 2/C(n1+n2, n1), the two arrangements without overlap.
+// of n1 and n2: 2/C(n1+n2, n1), the two arrangements without overlap. Kept
+// here: benchmath only says it as a warning's text, and RunsNeeded needs
+// the number.
 func cmpMinP(n1, n2 int) float64 {
 	return min(1, 2*math.Exp(-combin.LogGeneralizedBinomial(float64(n1+n2), float64(n1))))
-}
-
-// cmpExactCDF returns P(U <= u) under the null hypothesis for samples of n1
-// and n2 without ties. U is the sum of the 0-based positions of the first
-// sample in the pooled order, less n1(n1-1)/2, so it counts n1-subsets of the
-// positions by their sum.
-func cmpExactCDF(n1, n2, u int) float64 {
-	top := n1 * n2
-	count := make([][]float64, n1+1) // count[k][s]: k-subsets of the positions seen with U = s
-	for k := range count {
-		count[k] = make([]float64, top+1)
-	}
-	count[0][0] = 1
-	for i := range n1 + n2 {
-		for k := min(i+1, n1); k >= 1; k-- {
-			shift := i - (k - 1) // position i as the k-th member adds i, less k-1
-			for s := top - shift; s >= 0; s-- {
-				count[k][s+shift] += count[k-1][s]
-			}
-		}
-	}
-	var le, total float64
-	for s, c := range count[n1] {
-		total += c
-		if s <= u {
-			le += c
-		}
-	}
-	return le / total
 }
 
 // cmpNum is a float64 whose JSON form survives NaN (null) and ±Inf ("inf", "-inf").

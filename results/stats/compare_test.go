@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -54,9 +55,6 @@ func TestCompareMannWhitney(t *testing.T) {
 		{"interleaved", []float64{1, 4, 5, 8}, []float64{2, 3, 6, 7}, 1},
 		{"identical with ties", []float64{1, 2, 3}, []float64{1, 2, 3}, 1},
 		{"all equal", []float64{7, 7, 7}, []float64{7, 7}, 1},
-		// Ties (3,3,3 and 4,4): mid-ranks give R_A=17.5, U=2.5, mu=12.5,
-		// sigma^2 = 25/12*(11 - 30/90), z = (10-0.5)/sigma = 2.01525, p = 2*(1-Phi(z)).
-		{"ties normal approx", []float64{1, 2, 3, 3, 4}, []float64{3, 4, 5, 6, 7}, 0.04387800789041377},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if p := cmpMannWhitney(tc.a, tc.b); !cmpClose(p, tc.want) {
@@ -69,34 +67,50 @@ func TestCompareMannWhitney(t *testing.T) {
 	}
 }
 
-// TestCompareExactCDF checks the exact U distribution against brute-force
-// enumeration of every placement of 4 A values among 8 (and 3 among 7).
-func TestCompareExactCDF(t *testing.T) {
-	for _, n := range [][2]int{{4, 4}, {3, 4}, {1, 5}} {
-		n1, n2 := n[0], n[1]
-		hist := make([]int, n1*n2+1)
-		total := 0
-		for mask := 0; mask < 1<<(n1+n2); mask++ {
-			if bits.OnesCount(uint(mask)) != n1 {
-				continue
-			}
-			u := 0 // pairs with the A value above the B value
-			for i := range n1 + n2 {
-				for j := range i {
-					if mask&(1<<i) != 0 && mask&(1<<j) == 0 {
-						u++
+// TestCompareUTestEnumerated checks the U test, ties included, against
+// every placement of the pooled values (the permutation distribution of U
+// with mid-ranks): p = P(|U - n1 n2/2| >= |u - n1 n2/2|).
+func TestCompareUTestEnumerated(t *testing.T) {
+	for _, tc := range [][2][]float64{
+		{{1, 2, 3, 3, 4}, {3, 4, 5, 6, 7}},
+		{{1, 1, 2, 2}, {2, 3, 3, 3}},
+		{{5, 6, 7, 8}, {1, 2, 3, 4, 9}},
+		{{0, 0, 0, 1}, {0, 1, 1, 1}},
+	} {
+		a, b := tc[0], tc[1]
+		pooled := append(slices.Clone(a), b...)
+		n1 := len(a)
+		u := func(inA func(int) bool) float64 { // pairs with the A value above, ties half
+			var s float64
+			for i := range pooled {
+				for j := range pooled {
+					if inA(i) && !inA(j) {
+						switch {
+						case pooled[i] > pooled[j]:
+							s++
+						case pooled[i] == pooled[j]:
+							s += 0.5
+						}
 					}
 				}
 			}
-			hist[u]++
-			total++
+			return s
 		}
-		cum := 0
-		for u, c := range hist {
-			cum += c
-			if got, want := cmpExactCDF(n1, n2, u), float64(cum)/float64(total); !cmpClose(got, want) {
-				t.Errorf("n=%dv%d: P(U<=%d) = %v, want %v", n1, n2, u, got, want)
+		mu := float64(n1*len(b)) / 2
+		obs := math.Abs(u(func(i int) bool { return i < n1 }) - mu)
+		var extreme, total int
+		for mask := 0; mask < 1<<len(pooled); mask++ {
+			if bits.OnesCount(uint(mask)) != n1 {
+				continue
 			}
+			total++
+			if math.Abs(u(func(i int) bool { return mask&(1<<i) != 0 })-mu) >= obs-1e-9 {
+				extreme++
+			}
+		}
+		want := float64(extreme) / float64(total)
+		if got := cmpMannWhitney(a, b); math.Abs(got-want) > 1e-9 {
+			t.Errorf("%v vs %v: p = %v, want %v (%d of %d placements)", a, b, got, want, extreme, total)
 		}
 	}
 }
