@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"napilab/internal/safefs"
+	"napilab/internal/wire"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,8 +102,8 @@ type Result struct {
 	// Kselftests are the upstream selftests the run's kselftest steps ran.
 	Kselftests []Kselftest `json:"kselftests,omitempty"`
 	// Devices are the guest's network devices after setup and at the end.
-	Devices     map[string][]Device `json:"devices,omitempty"`
-	ConsoleTail string              `json:"console_tail,omitempty"`
+	Devices     map[string][]wire.Device `json:"devices,omitempty"`
+	ConsoleTail string                   `json:"console_tail,omitempty"`
 	// Flaky says the run passed where the run it retried (RetryOf) failed
 	// on timing-only assertions.
 	Flaky bool `json:"flaky,omitempty"`
@@ -361,14 +362,14 @@ func (s Step) Unkept() int {
 
 // Load is what a traffic load sent and its sink received.
 type Load struct {
-	Name       string   `json:"name"`
-	Sent       uint64   `json:"sent"`
-	Received   uint64   `json:"received"`
-	SendErrors uint64   `json:"send_errors"`
-	MaxGapMs   int      `json:"max_gap_ms"` // longest stretch without delivery while it ran
-	PerSecond  []uint64 `json:"per_second"` // received packets (rr: transactions) per second
-	Bytes      uint64   `json:"bytes,omitempty"`
-	Latency    *Latency `json:"latency,omitempty"` // rr loads
+	Name       string        `json:"name"`
+	Sent       uint64        `json:"sent"`
+	Received   uint64        `json:"received"`
+	SendErrors uint64        `json:"send_errors"`
+	MaxGapMs   int           `json:"max_gap_ms"` // longest stretch without delivery while it ran
+	PerSecond  []uint64      `json:"per_second"` // received packets (rr: transactions) per second
+	Bytes      uint64        `json:"bytes,omitempty"`
+	Latency    *wire.Latency `json:"latency,omitempty"` // rr loads
 	// XSK says how an xsk load's socket bound (copy or zero-copy, XDP
 	// native or generic) and its socket statistics, in one line.
 	XSK string `json:"xsk,omitempty"`
@@ -391,29 +392,6 @@ type Load struct {
 	// Undrained says the sink closed its socket before it was empty (its
 	// drain ran out of time): Received misses what it still held.
 	Undrained bool `json:"undrained,omitempty"`
-}
-
-// Latency is a request/response load's latency in microseconds.
-type Latency struct {
-	Count uint64  `json:"count"`
-	P5    float64 `json:"p5_us"`
-	P50   float64 `json:"p50_us"`
-	P90   float64 `json:"p90_us"`
-	P95   float64 `json:"p95_us"`
-	P99   float64 `json:"p99_us"`
-	P999  float64 `json:"p999_us"`
-	Max   float64 `json:"max_us"`
-}
-
-// Device is a guest network device as the scenario saw it.
-type Device struct {
-	Name      string   `json:"name"`
-	Netns     string   `json:"netns,omitempty"`
-	OperState string   `json:"operstate"`
-	Threaded  string   `json:"threaded,omitempty"`
-	RxQueues  int      `json:"rx_queues"`
-	TxQueues  int      `json:"tx_queues"`
-	NAPI      []string `json:"napi_threads,omitempty"`
 }
 
 // Hang is a step that did not finish before its deadline.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // stuckStop is a scenario whose second step fails while a load runs; the

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // errAgentGone means the control channel closed: the guest died or hung up.

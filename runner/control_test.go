@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // TestCallTypedErrors checks that the agent's errors reach the verdict

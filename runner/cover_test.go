@@ -3,7 +3,7 @@ package runner
 import (
 	"testing"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/results/metrics"
 )
@@ -53,7 +53,7 @@ func (t *timeline) loadResults() []results.Load {
 			l.Sending, l.SendingFrom = lr.sender.Buckets, clock.At(0, lr.sender.Start)
 		}
 		if lr.sender != nil && lr.sender.Latency != nil {
-			l.Latency = (*results.Latency)(lr.sender.Latency)
+			l.Latency = lr.sender.Latency
 		}
 		if lr.sink != nil {
 			l.XSK = xskSummary(lr.sink.XSK)

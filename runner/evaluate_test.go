@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/scenarios"
 )
 

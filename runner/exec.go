@@ -11,7 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/scenarios"
 )

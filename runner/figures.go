@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/results/metrics"
 	"napilab/scenarios"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/scenarios"
 )

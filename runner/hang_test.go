@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/scenarios"
 )
 

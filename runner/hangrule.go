@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results/splat"
 )
 

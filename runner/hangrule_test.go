@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results"
 )
 

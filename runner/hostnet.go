@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime"
 	"strings"
 
+	"napilab/internal/nsthread"
 	"napilab/internal/sandbox"
 
 	"github.com/hashicorp/go-multierror"
@@ -110,32 +110,9 @@ func createTap(s TapSpec) (*tap, error) {
 	return t, nil
 }
 
-// onThread runs fn on a locked OS thread after enter moved the thread to
-// another network namespace, then moves it back. A thread that cannot go
-// back stays locked, so the runtime retires it with its goroutine.
-func onThread(enter, fn func() error) error {
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer orig.Close()
-	if err := enter(); err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	ferr := fn()
-	if err := netns.Set(orig); err != nil {
-		return fmt.Errorf("failed to leave the lab namespace: %w", err)
-	}
-	runtime.UnlockOSThread()
-	return ferr
-}
-
 // inNewNetns runs fn inside a fresh network namespace.
 func inNewNetns(fn func(netns.NsHandle) error) error {
-	return onThread(func() error {
+	return nsthread.Run(func() error {
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 			return fmt.Errorf("failed to create a network namespace (root needed): %w", err)
 		}
@@ -151,7 +128,7 @@ func inNewNetns(fn func(netns.NsHandle) error) error {
 
 // in runs fn inside the runner's namespace.
 func (h *hostNet) in(fn func() error) error {
-	return onThread(func() error { return netns.Set(h.ns) }, fn)
+	return nsthread.Run(func() error { return netns.Set(h.ns) }, fn)
 }
 
 // counters reads what the taps dropped on the host's side: a line per tap,

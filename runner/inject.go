@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // injector sends UDP from the runner's namespace through a tap into the

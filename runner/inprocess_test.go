@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"napilab/images/agent"
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // inProcess is a Guest whose agent is the real one (package agent) serving

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/results/splat"
 )

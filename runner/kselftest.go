@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"napilab/images"
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/scenarios"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/scenarios"
 )

@@ -6,7 +6,7 @@ import (
 	"net"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/scenarios"
 )
 

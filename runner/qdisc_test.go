@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/scenarios"
 )
 

@@ -13,9 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"napilab/images/wire"
 	"napilab/internal/procgroup"
 	"napilab/internal/sandbox"
+	"napilab/internal/wire"
 )
 
 // QEMU describes one guest: what qemu-system-x86_64 is started with.

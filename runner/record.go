@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results/metrics"
 	"napilab/scenarios"
 )

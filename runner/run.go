@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/results/model"
 	"napilab/results/report"
@@ -278,11 +278,9 @@ func (r *run) snapshotDevices(ctx context.Context, when string) {
 		return
 	}
 	if r.res.Devices == nil {
-		r.res.Devices = map[string][]results.Device{}
+		r.res.Devices = map[string][]wire.Device{}
 	}
-	for _, d := range devs {
-		r.res.Devices[when] = append(r.res.Devices[when], results.Device(d))
-	}
+	r.res.Devices[when] = append(r.res.Devices[when], devs...)
 }
 
 // bootError is a kernel that did not boot while QEMU itself ran fine: it

@@ -3,7 +3,7 @@ package runner
 import (
 	"context"
 	"io"
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/scenarios"
 	"net"
 	"os"

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/results/metrics"
 	"napilab/results/model"

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/scenarios"
 )
 

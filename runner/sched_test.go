@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/scenarios"
 )

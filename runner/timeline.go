@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/results/model"
 	"napilab/scenarios"

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/results/metrics"
 	"napilab/results/splat"

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"napilab/images/wire"
 	"napilab/internal/procgroup"
+	"napilab/internal/wire"
 	"napilab/results"
 )
 

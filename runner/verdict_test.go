@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results"
 )
 

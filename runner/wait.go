@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/scenarios"
 )
 

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/results/metrics"
 	"napilab/results/model"
@@ -64,7 +64,7 @@ func (t *timeline) windowSources() []string {
 	}
 	// The rps rule: RPS IPIs per CPU (a read of softnet_stat is cheap).
 	if t.s.SetsRPS() {
-		srcs = append(srcs, metrics.SourceSoftnet)
+		srcs = append(srcs, wire.SourceSoftnet)
 	}
 	for _, a := range t.s.Asserts {
 		if a.During == nil && a.Each == "" {

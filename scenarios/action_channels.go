@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // Channels sets the combined channel count, cycling through Values.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // GRO switches rx-gro on a device.

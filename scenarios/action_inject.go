@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // InjectStep arms or disarms a probe from the timeline.

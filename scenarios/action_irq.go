@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // IRQ pins every IRQ whose name (last column of /proc/interrupts) matches.

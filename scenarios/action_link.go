@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // Link sets a device up or down.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // NAPI changes the settings of a device's NAPIs through the netdev generic
@@ -28,9 +28,6 @@ type NAPI struct {
 	IRQSuspendTimeout *Duration `yaml:"irq_suspend_timeout"`
 }
 
-// NAPIThreadedModes are the threaded modes napi-set takes (enum netdev_napi_threaded).
-var NAPIThreadedModes = []string{"disabled", "enabled", "busy-poll"}
-
 // napiSettings names the settings a napi step may change.
 const napiSettings = "threaded, defer_hard_irqs, gro_flush_timeout or irq_suspend_timeout"
 
@@ -41,8 +38,8 @@ func (n *NAPI) check(k *checker, st *Step) {
 		c.add(p, "napi on %s needs at least one setting: %s", n.Dev, napiSettings)
 	}
 	for _, m := range n.Threaded {
-		if !contains(NAPIThreadedModes, m) {
-			c.add(p, "napi threaded %q: want %s (or a list of them to cycle)", m, orList(NAPIThreadedModes))
+		if !contains(wire.NAPIThreadedModes, m) {
+			c.add(p, "napi threaded %q: want %s (or a list of them to cycle)", m, orList(wire.NAPIThreadedModes))
 		}
 	}
 	// The kernel's policy: defer-hard-irqs is a u32 up to S32_MAX.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // Qdisc adds, replaces or deletes a device's root qdisc (tc qdisc add|replace|del

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // RPS sets rps_cpus (and rps_flow_cnt) of RX queues.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // Sysctl sets /proc/sys values (dots or slashes), cycling through Values.

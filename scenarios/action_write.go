@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // Write writes a value (or cycles through values) to a sysfs/procfs file.

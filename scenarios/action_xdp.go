@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // XDP attaches or detaches a trivial XDP_PASS program.

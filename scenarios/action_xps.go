@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // XPS sets xps_cpus of TX queues.

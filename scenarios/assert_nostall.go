@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results/metrics"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results"
 )
 

@@ -3,7 +3,7 @@ package scenarios
 import (
 	"fmt"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // schedParams checks a policy with its priority and nice. Messages start

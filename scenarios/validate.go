@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"napilab/internal/names"
+	"napilab/internal/wire"
 	"napilab/results/metrics"
 )
 
@@ -20,7 +21,7 @@ const (
 )
 
 // Sources a sampler may name; qdisc:<netns>, napi:<netns>, threads:<prefix>, tasks:<prefix> and file:<path> also work.
-var Sources = []string{"softirqs", "softnet_stat", "interrupts", "snmp", "netdev", "qdisc", "napi"}
+var Sources = []string{wire.SourceSoftirqs, wire.SourceSoftnet, wire.SourceInterrupts, wire.SourceSNMP, wire.SourceNetdev, wire.SourceQdisc, wire.SourceNAPI}
 
 // DefaultDeadline bounds every action that sets none.
 const DefaultDeadline = 10 * time.Second
@@ -335,7 +336,7 @@ func (k *checker) topology() {
 }
 
 func knownSource(src string) bool {
-	for _, p := range []string{"threads:", "tasks:", metrics.SchedPrefix, "file:", metrics.QdiscPrefix, metrics.NAPIPrefix} {
+	for _, p := range []string{"threads:", "tasks:", wire.PrefixSched, "file:", wire.PrefixQdisc, metrics.NAPIPrefix} {
 		if strings.HasPrefix(src, p) && len(src) > len(p) {
 			return true
 		}

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // agent holds the guest-side state: namespaces and running loads.

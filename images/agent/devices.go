@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // devices lists every network device of every namespace with the facts a

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // TestServeErrorKinds checks that every answer's error says who failed: the

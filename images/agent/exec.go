@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"napilab/images/wire"
 	"napilab/internal/procgroup"
+	"napilab/internal/wire"
 )
 
 // execWaitDelay is how long output may stay open after the program exits (a

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 func TestLookPath(t *testing.T) {

@@ -8,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // TestEveryOpHasAHandler reads the Op constants of the wire package and
 // checks that the agent handles each, and nothing else.
 func TestEveryOpHasAHandler(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "../wire/wire.go", nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), "../../internal/wire/wire.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

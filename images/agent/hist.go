@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // Histogram geometry, HDR style, in nanoseconds: values below 2*histSub are

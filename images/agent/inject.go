@@ -18,7 +18,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // injectCfg is one probe's settings in the cfg map (32 bytes).

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // TestInjectHost probes a syscall of the host kernel: the verifier takes the

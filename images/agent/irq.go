@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // irqLine is a numbered IRQ of /proc/interrupts and its action names.

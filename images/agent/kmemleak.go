@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // kmemleakFile is kmemleak's debugfs control file (debug kernels only).

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // TestLoadsInNetns runs every new kind inside the private netns "t": the

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 func TestRR(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // starters start the tcp and rr kinds. Each validates the spec, opens its

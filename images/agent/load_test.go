@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // freePort returns a loopback port nothing listens on right now for network

@@ -11,7 +11,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 const (

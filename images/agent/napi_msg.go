@@ -15,7 +15,7 @@ import (
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // netdev commands.
@@ -47,17 +47,14 @@ const (
 	queueTypeRX      = 0
 )
 
-// napiThreadedModes are enum netdev_napi_threaded's names by value.
-var napiThreadedModes = []string{wire.NAPIThreadedDisabled, wire.NAPIThreadedEnabled, wire.NAPIThreadedBusyPoll}
-
 // napiThreaded returns the enum value of a threaded mode name.
 func napiThreaded(mode string) (uint32, error) {
-	for i, m := range napiThreadedModes {
+	for i, m := range wire.NAPIThreadedModes {
 		if m == mode {
 			return uint32(i), nil
 		}
 	}
-	return 0, fmt.Errorf("bad threaded mode %q, want %s", mode, strings.Join(napiThreadedModes, ", "))
+	return 0, fmt.Errorf("bad threaded mode %q, want %s", mode, strings.Join(wire.NAPIThreadedModes, ", "))
 }
 
 // napiFields names the attributes of a napi source line, in line order.

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // nla writes one netlink attribute: length, type, data, padding to 4.

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // napiLine returns the napi source line of dev's NAPI name, "" if none.

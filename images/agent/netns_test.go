@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"napilab/internal/nsthread"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +17,7 @@ import (
 func testAgent(t *testing.T) *agent {
 	t.Helper()
 	var h netns.NsHandle
-	err := onThread(func() error { return unix.Unshare(unix.CLONE_NEWNET) }, func() error {
+	err := nsthread.Run(func() error { return unix.Unshare(unix.CLONE_NEWNET) }, func() error {
 		var err error
 		h, err = netns.Get()
 		return err

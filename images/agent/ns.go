@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +17,8 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"napilab/images/wire"
+	"napilab/internal/nsthread"
+	"napilab/internal/wire"
 )
 
 // namespaces owns the guest's named network namespaces. Each has its own
@@ -58,7 +58,7 @@ func (n *namespaces) create(name string) error {
 		return nil
 	}
 	var h netns.NsHandle
-	err := onThread(func() error {
+	err := nsthread.Run(func() error {
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 			return fmt.Errorf("unshare netns %s: %w", name, err)
 		}
@@ -97,29 +97,6 @@ func (n *namespaces) get(name string) (netns.NsHandle, error) {
 	return h, nil
 }
 
-// onThread runs fn on a locked OS thread after enter moved the thread to
-// another network namespace, then moves it back. A thread that cannot go
-// back stays locked, so the runtime retires it with its goroutine.
-func onThread(enter, fn func() error) error {
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer orig.Close()
-	if err := enter(); err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	ferr := fn()
-	if err := netns.Set(orig); err != nil {
-		return fmt.Errorf("leave netns: %w", err)
-	}
-	runtime.UnlockOSThread()
-	return ferr
-}
-
 // in runs fn on a thread inside netns name ("" = root namespace).
 func (n *namespaces) in(name string, fn func() error) error {
 	if name == "" && !n.own("") {
@@ -129,7 +106,7 @@ func (n *namespaces) in(name string, fn func() error) error {
 	if err != nil {
 		return err
 	}
-	return onThread(func() error {
+	return nsthread.Run(func() error {
 		if err := netns.Set(h); err != nil {
 			return fmt.Errorf("enter netns %s: %w", name, err)
 		}

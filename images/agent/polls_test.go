@@ -10,6 +10,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"napilab/internal/nsthread"
 	"napilab/results/metrics"
 )
 
@@ -26,7 +27,7 @@ func TestPollCounterHost(t *testing.T) {
 	a := testAgent(t)
 	// vb moves to a second namespace "u" so that traffic crosses the pair.
 	var u netns.NsHandle
-	err := onThread(func() error { return unix.Unshare(unix.CLONE_NEWNET) }, func() error {
+	err := nsthread.Run(func() error { return unix.Unshare(unix.CLONE_NEWNET) }, func() error {
 		var err error
 		u, err = netns.Get()
 		return err

@@ -12,7 +12,7 @@ import (
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // qdiscKinds are the root qdiscs the qdisc action can set.

@@ -9,7 +9,7 @@ import (
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // qdiscDumpMsg builds an RTM_NEWQDISC message as tc_fill_qdisc lays it

@@ -10,7 +10,7 @@ import (
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 	"napilab/results/metrics"
 )
 

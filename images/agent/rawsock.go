@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // The rr kinds use blocking sockets on their own (pinned) threads rather

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 var sourceFiles = map[string]string{

@@ -11,7 +11,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 	"golang.org/x/sys/unix"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // policyNumbers maps wire.Policies to the kernel's SCHED_* values.

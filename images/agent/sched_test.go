@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // fakeProc writes a /proc tree: tasks maps "pid/tid" to a comm; a comm of

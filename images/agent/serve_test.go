@@ -8,7 +8,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // mountsUnder counts the mounts under dir.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // setup builds the scenario topology: sysctls, namespaces, NICs, veths.

@@ -9,7 +9,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 // xdpPass is the XDP_PASS verdict.

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"napilab/images/wire"
+	"napilab/internal/wire"
 )
 
 func TestRingArithmetic(t *testing.T) {

@@ -11,7 +11,8 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"napilab/images/wire"
+	"napilab/internal/nsthread"
+	"napilab/internal/wire"
 )
 
 // xskAgent returns an agent with the veth pair split across two private
@@ -23,7 +24,7 @@ func xskAgent(t *testing.T) *agent {
 	loadable(t)
 	a := testAgent(t)
 	var hp netns.NsHandle
-	err := onThread(func() error { return unix.Unshare(unix.CLONE_NEWNET) }, func() error {
+	err := nsthread.Run(func() error { return unix.Unshare(unix.CLONE_NEWNET) }, func() error {
 		var err error
 		hp, err = netns.Get()
 		return err

@@ -3,6 +3,7 @@ package metrics
 import (
 	"cmp"
 	"fmt"
+	"napilab/internal/wire"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,19 +15,6 @@ import (
 // lines for softnet_stat (one per online CPU; its "cpu" field has the ids).
 type Series map[string][]float64
 
-// Sample sources ParseSource understands; TasksPrefix is followed by a comm prefix.
-const (
-	SourceSoftirqs   = "softirqs"
-	SourceSoftnet    = "softnet_stat"
-	SourceInterrupts = "interrupts"
-	SourceSNMP       = "snmp"
-	SourceNetdev     = "netdev"
-	SourceQdisc      = "qdisc" // the root namespace's qdiscs; QdiscPrefix + netns for another namespace
-	QdiscPrefix      = "qdisc:"
-	TasksPrefix      = "tasks:"
-	SchedPrefix      = "sched:"
-)
-
 // ParseSource parses the text of an agent sample source.
 // source is one of: "softirqs", "softnet_stat", "interrupts", "snmp", "netdev",
 // "qdisc", "qdisc:<netns>", "napi", "napi:<netns>" or "tasks:<prefix>".
@@ -37,7 +25,7 @@ func ParseSource(source, text string) (Series, error) {
 		src = src[:i]
 	}
 	switch {
-	case src == SourceSoftirqs:
+	case src == wire.SourceSoftirqs:
 		si, err := ParseSoftirqs(text)
 		if err != nil {
 			return nil, err
@@ -47,23 +35,23 @@ func ParseSource(source, text string) (Series, error) {
 			s[name] = floats(vals)
 		}
 		return s, nil
-	case src == SourceSoftnet:
+	case src == wire.SourceSoftnet:
 		return parseSoftnet(text)
-	case src == SourceInterrupts:
+	case src == wire.SourceInterrupts:
 		return parseInterrupts(text)
-	case src == SourceSNMP:
+	case src == wire.SourceSNMP:
 		return parseSNMP(text)
-	case src == SourceNetdev:
+	case src == wire.SourceNetdev:
 		return parseNetdev(text)
 	case src == SourceNAPIPolls:
 		return parsePolls(text)
-	case src == SourceQdisc || strings.HasPrefix(src, QdiscPrefix):
+	case src == wire.SourceQdisc || strings.HasPrefix(src, wire.PrefixQdisc):
 		return parseQdisc(text)
 	case src == SourceNAPI || strings.HasPrefix(src, NAPIPrefix):
 		return parseNAPI(text)
-	case strings.HasPrefix(src, TasksPrefix):
+	case strings.HasPrefix(src, wire.PrefixTasks):
 		return parseTasks(text)
-	case strings.HasPrefix(src, SchedPrefix):
+	case strings.HasPrefix(src, wire.PrefixSched):
 		return parseSched(text)
 	}
 	return nil, fmt.Errorf("unknown source %q, want softirqs, softnet_stat, interrupts, snmp, netdev, napi_polls, qdisc[:<netns>], napi[:<netns>] or tasks:<prefix>", source)
@@ -190,13 +178,13 @@ var (
 		"backlog_len", "input_qlen", "process_qlen"}
 	familyNames = []string{"softirqs", "softnet", "interrupts", "snmp", "netdev", "qdisc", "ksoftirqd", "napi"}
 	families    = map[string]family{
-		"softirqs":   {SourceSoftirqs, softirqNames, true},
-		"softnet":    {SourceSoftnet, softnetFields, true},
-		"interrupts": {SourceInterrupts, nil, true},
-		"snmp":       {SourceSNMP, nil, false},
-		"netdev":     {SourceNetdev, nil, false},
-		"ksoftirqd":  {TasksPrefix + "ksoftirqd/", taskFields, true},
-		"napi":       {TasksPrefix + "napi/", taskFields, false},
+		"softirqs":   {wire.SourceSoftirqs, softirqNames, true},
+		"softnet":    {wire.SourceSoftnet, softnetFields, true},
+		"interrupts": {wire.SourceInterrupts, nil, true},
+		"snmp":       {wire.SourceSNMP, nil, false},
+		"netdev":     {wire.SourceNetdev, nil, false},
+		"ksoftirqd":  {wire.PrefixTasks + "ksoftirqd/", taskFields, true},
+		"napi":       {wire.PrefixTasks + "napi/", taskFields, false},
 	}
 )
 
@@ -253,14 +241,14 @@ func Parse(name string) (Ref, error) {
 		}
 		m.Dev = m.Field[:strings.LastIndexByte(m.Field, '.')]
 	}
-	if comm, ok := strings.CutPrefix(fam.source, TasksPrefix); ok {
+	if comm, ok := strings.CutPrefix(fam.source, wire.PrefixTasks); ok {
 		field := m.Field
 		m.Field = "total"
 		if m.CPU >= 0 {
 			m.Field = comm + strconv.Itoa(m.CPU)
 		}
 		if field != "cpu_seconds" { // the sched source's fields
-			m.Source = SchedPrefix + comm
+			m.Source = wire.PrefixSched + comm
 			m.Field = field
 			if m.CPU >= 0 {
 				m.Field = field + "@" + comm + strconv.Itoa(m.CPU)
@@ -275,7 +263,7 @@ const maxCPUs = 8192
 
 // From reads the metric from a Series parsed from m.Source.
 func (m Ref) From(s Series) (float64, bool) {
-	if strings.HasPrefix(m.Source, TasksPrefix) || strings.HasPrefix(m.Source, SchedPrefix) {
+	if strings.HasPrefix(m.Source, wire.PrefixTasks) || strings.HasPrefix(m.Source, wire.PrefixSched) {
 		return s.Value(m.Field, -1) // one value per task; the CPU is in Field
 	}
 	if v, ok := s.Value(m.Field, m.CPU); ok || m.Source != SourceNAPIPolls {

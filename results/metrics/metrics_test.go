@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"napilab/internal/wire"
 	"strings"
 	"testing"
 )
@@ -186,14 +187,14 @@ func TestSchedMetrics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.HasPrefix(m.Source, SchedPrefix) {
+		if !strings.HasPrefix(m.Source, wire.PrefixSched) {
 			t.Errorf("%s: source %q, want sched:", name, m.Source)
 		}
 		if got, ok := m.From(s); !ok || got != want {
 			t.Errorf("%s = %v, %v; want %v", name, got, ok, want)
 		}
 	}
-	if m, _ := Parse("napi.cpu_seconds"); m.Source != TasksPrefix+"napi/" {
+	if m, _ := Parse("napi.cpu_seconds"); m.Source != wire.PrefixTasks+"napi/" {
 		t.Errorf("napi.cpu_seconds reads %q, want the tasks source", m.Source)
 	}
 	if _, err := ParseSource("sched:napi/", "12 x 1 2 napi/a"); err == nil {

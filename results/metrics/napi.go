@@ -2,13 +2,14 @@ package metrics
 
 import (
 	"fmt"
+	"napilab/internal/wire"
 	"slices"
 	"strconv"
 	"strings"
 )
 
 // The napi source: what the netdev family's napi-get reports of every NAPI
-// (images/wire: SourceNAPI), NAPIPrefix + netns for another namespace.
+// (internal/wire: SourceNAPI), NAPIPrefix + netns for another namespace.
 const (
 	SourceNAPI = "napi"
 	NAPIPrefix = "napi:"
@@ -22,7 +23,7 @@ var NAPIFields = []string{"id", "ifindex", "irq", "pid", "threaded", "defer_hard
 // SourceNetns returns the netns of a per-namespace source (qdisc:<netns>,
 // napi:<netns>); ok is false for other sources.
 func SourceNetns(src string) (netns string, ok bool) {
-	for _, p := range []string{QdiscPrefix, NAPIPrefix} {
+	for _, p := range []string{wire.PrefixQdisc, NAPIPrefix} {
 		if ns, ok := strings.CutPrefix(src, p); ok {
 			return ns, true
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"napilab/internal/suggest"
+	"napilab/internal/wire"
 )
 
 // Softirqs is /proc/softirqs: per softirq name, one counter per CPU.
@@ -366,7 +367,7 @@ func parseNetdev(text string) (Series, error) {
 }
 
 // qdiscCounters are the statistics of a qdisc source line, as the agent
-// writes them (images/wire: SourceQdisc).
+// writes them (internal/wire: wire.SourceQdisc).
 var qdiscCounters = []string{"packets", "bytes", "drops", "overlimits", "requeues", "backlog", "qlen"}
 
 // parseQdisc parses the agent's qdisc lines "<dev> <parent> <handle> <kind>
@@ -416,9 +417,9 @@ func parseQdiscMetric(name, rest string) (Ref, error) {
 	if !slices.Contains(qdiscCounters, counter) {
 		return Ref{}, fmt.Errorf("unknown qdisc counter %q in metric %q, want one of %s", counter, name, strings.Join(qdiscCounters, ", "))
 	}
-	m := Ref{Name: name, Source: SourceQdisc, Field: where + "." + counter, CPU: -1}
+	m := Ref{Name: name, Source: wire.SourceQdisc, Field: where + "." + counter, CPU: -1}
 	if ns, dev, ok := strings.Cut(where, "/"); ok {
-		m.Source, m.Field = QdiscPrefix+ns, dev+"."+counter
+		m.Source, m.Field = wire.PrefixQdisc+ns, dev+"."+counter
 		where = dev
 		if ns == "" {
 			return Ref{}, fmt.Errorf("bad metric %q: empty netns before /", name)

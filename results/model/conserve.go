@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/results/metrics"
 )
@@ -50,8 +51,8 @@ var arrivals = []string{"Ip.InReceives", "Udp.InDatagrams", "Udp.NoPorts", "Udp.
 func Settled(prev, cur map[string]string, loads []results.Load) bool {
 	for _, l := range loads {
 		src := SNMPSource(l.Netns)
-		a, err1 := parseCounters(metrics.SourceSNMP, prev[src])
-		b, err2 := parseCounters(metrics.SourceSNMP, cur[src])
+		a, err1 := parseCounters(wire.SourceSNMP, prev[src])
+		b, err2 := parseCounters(wire.SourceSNMP, cur[src])
 		if err1 != nil || err2 != nil {
 			return false
 		}
@@ -65,15 +66,15 @@ func Settled(prev, cur map[string]string, loads []results.Load) bool {
 }
 
 // The sources conservation reads besides softnet_stat, by namespace ("":
-// the root): the agent's keys (images/wire) for them.
-func SNMPSource(ns string) string   { return nsSource(ns, metrics.SourceSNMP, "/proc/net/snmp") }
-func NetdevSource(ns string) string { return nsSource(ns, metrics.SourceNetdev, "/proc/net/dev") }
+// the root): the agent's keys (internal/wire) for them.
+func SNMPSource(ns string) string   { return nsSource(ns, wire.SourceSNMP, "/proc/net/snmp") }
+func NetdevSource(ns string) string { return nsSource(ns, wire.SourceNetdev, "/proc/net/dev") }
 
 func QdiscSource(ns string) string {
 	if ns == "" {
-		return metrics.SourceQdisc
+		return wire.SourceQdisc
 	}
-	return metrics.QdiscPrefix + ns
+	return wire.PrefixQdisc + ns
 }
 
 // EthtoolSource is a device's ethtool -S counters.
@@ -115,7 +116,7 @@ func Sources(loads []results.Load) []string {
 			add(NetdevSource(l.FromNetns))
 			add(QdiscSource(l.FromNetns))
 		}
-		add(metrics.SourceSoftnet)
+		add(wire.SourceSoftnet)
 		add(ArpSource)
 	}
 	return out
@@ -251,14 +252,14 @@ func tally(ns string, ls []results.Load, tot Totals) (Tally, error) {
 	}
 	// Required: the sink namespace's stack and devices, the senders'
 	// devices, the backlogs.
-	snmp, err := rise(tot, SNMPSource(ns), metrics.SourceSNMP)
+	snmp, err := rise(tot, SNMPSource(ns), wire.SourceSNMP)
 	if err != nil {
 		return t, err
 	}
 	for _, c := range stackDrops {
 		t.add(c, snmp[c])
 	}
-	nd, err := rise(tot, NetdevSource(ns), metrics.SourceNetdev)
+	nd, err := rise(tot, NetdevSource(ns), wire.SourceNetdev)
 	if err != nil {
 		return t, err
 	}
@@ -281,7 +282,7 @@ func tally(ns string, ls []results.Load, tot Totals) (Tally, error) {
 		return r
 	}
 	for _, s := range slices.Sorted(maps.Keys(senders)) {
-		nd, err := rise(tot, NetdevSource(s), metrics.SourceNetdev)
+		nd, err := rise(tot, NetdevSource(s), wire.SourceNetdev)
 		if err != nil {
 			return t, err
 		}
@@ -290,13 +291,13 @@ func tally(ns string, ls []results.Load, tot Totals) (Tally, error) {
 				t.add(nsLabel(s)+k, v)
 			}
 		}
-		for k, v := range optional(QdiscSource(s), metrics.SourceQdisc) {
+		for k, v := range optional(QdiscSource(s), wire.SourceQdisc) {
 			if strings.HasSuffix(k, ".drops") {
 				t.add("qdisc "+nsLabel(s)+k, v)
 			}
 		}
 	}
-	sn, err := rise(tot, metrics.SourceSoftnet, metrics.SourceSoftnet)
+	sn, err := rise(tot, wire.SourceSoftnet, wire.SourceSoftnet)
 	if err != nil {
 		return t, err
 	}

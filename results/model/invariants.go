@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/results/metrics"
 )
@@ -484,7 +485,7 @@ func Reads(samples []results.SampleLine) []Snapshot {
 		}
 		from := c.At(s.Host, s.Sample.T)
 		snap := Snapshot{From: from, To: from + s.Sample.Took, Lines: lines}
-		if t, ok := s.Sample.Values[metrics.SourceSoftnet]; ok {
+		if t, ok := s.Sample.Values[wire.SourceSoftnet]; ok {
 			snap.IPIs = receivedRPS(t)
 		}
 		if t, ok := s.Sample.Values[metrics.SourceNAPIThreads]; ok {

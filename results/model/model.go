@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"napilab/internal/wire"
 	"napilab/results"
 )
 
@@ -34,11 +35,11 @@ func (m Mode) String() string {
 // netdev_napi_threaded names.
 func modeOf(v string) Mode {
 	switch strings.TrimSpace(v) {
-	case "0", "disabled":
+	case "0", wire.NAPIThreadedDisabled:
 		return ModeSoftirq
-	case "1", "enabled":
+	case "1", wire.NAPIThreadedEnabled:
 		return ModeThreaded
-	case "busy-poll", "2":
+	case "2", wire.NAPIThreadedBusyPoll:
 		return ModeBusyPoll
 	}
 	return ModeUnknown

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/results/metrics"
 )
@@ -199,7 +200,7 @@ func (w Window) describeRPS() string {
 // receivedRPS reads softnet_stat's received_rps per CPU (nil when it does
 // not parse); a row's cpu column, where printed (6.1 on), names its CPU.
 func receivedRPS(text string) map[int]uint64 {
-	s, err := metrics.ParseSource(metrics.SourceSoftnet, text)
+	s, err := metrics.ParseSource(wire.SourceSoftnet, text)
 	if err != nil {
 		return nil
 	}

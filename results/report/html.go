@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/results/stats"
 )
@@ -64,7 +65,7 @@ type loadView struct {
 
 type deviceSnapshot struct {
 	When    string
-	Devices []results.Device
+	Devices []wire.Device
 }
 
 func newRunView(r *results.Result, samples []results.SampleLine) *runView {
@@ -115,7 +116,7 @@ func newRunView(r *results.Result, samples []results.SampleLine) *runView {
 }
 
 // deviceOrder puts "after setup" before "at end", other snapshots after.
-func deviceOrder(m map[string][]results.Device) []string {
+func deviceOrder(m map[string][]wire.Device) []string {
 	keys := repKeys(m)
 	rank := func(k string) int {
 		switch k {

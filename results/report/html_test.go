@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/results/stats"
 )
@@ -142,7 +143,7 @@ func TestHTMLEscapes(t *testing.T) {
 		Splats:  []results.Splat{{Title: evil, Report: evil, Step: evil, Offset: 0.2, Type: results.CrashBug}},
 		Hang:    &results.Hang{Step: evil, Function: evil, Evidence: evil, Deadline: evil},
 		Figures: map[string]float64{evil + ".cpu0": 1, "nan.cpu0": math.NaN()},
-		Devices: map[string][]results.Device{evil: {{Name: evil, NAPI: []string{evil}}}}, ConsoleTail: evil,
+		Devices: map[string][]wire.Device{evil: {{Name: evil, NAPI: []string{evil}}}}, ConsoleTail: evil,
 	}
 	page, n := reportHTML(t, r, nil)
 	if strings.Contains(page, "<script") || strings.Contains(page, `alert("x")`) {

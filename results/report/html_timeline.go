@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/results/metrics"
 	"napilab/results/stats"
@@ -199,11 +200,11 @@ func netRXRates(samples []results.SampleLine) []series {
 	}
 	var snaps []snap
 	for _, s := range samples {
-		text, ok := s.Sample.Values[metrics.SourceSoftirqs]
+		text, ok := s.Sample.Values[wire.SourceSoftirqs]
 		if !ok {
 			continue
 		}
-		se, err := metrics.ParseSource(metrics.SourceSoftirqs, text)
+		se, err := metrics.ParseSource(wire.SourceSoftirqs, text)
 		if err != nil || len(se["NET_RX"]) == 0 {
 			continue
 		}

@@ -428,6 +428,9 @@ const (
 	NAPIThreadedBusyPoll = "busy-poll" // the kthread busy polls (6.19)
 )
 
+// NAPIThreadedModes are the threaded modes by their enum value.
+var NAPIThreadedModes = []string{NAPIThreadedDisabled, NAPIThreadedEnabled, NAPIThreadedBusyPoll}
+
 // NAPI changes the settings of a device's NAPIs through the netdev generic
 // netlink family (napi-set); a nil field is left as it is.
 type NAPI struct {
