@@ -18,7 +18,7 @@ LAB := bin/lab
 KERNELS ?= kernels/stock-6.1.yaml kernels/stock-6.12.yaml kernels/ksoftirqd-6.12.yaml \
 	kernels/napi-stop-disabled-7.3.yaml
 # The seed experiments run once each with their defaults: their assertions
-# say the experiment ran as designed (scenarios/seeds/, README).
+# say the experiment ran as designed (scenarios/seeds/, docs/seeds.md).
 SCENARIOS ?= $(wildcard scenarios/*.yaml scenarios/seeds/*.yaml)
 # The perf scenarios (budgets against a baseline) run on the series kernels,
 # in the modes each spec's series is about (modes:); each is measured against

@@ -14,7 +14,7 @@ import (
 // bootTuning returns the kernel command-line words that shorten a lab
 // guest's boot and change nothing a run measures; they come after
 // baseCmdline and before the spec's and the scenario's words, which win.
-// README, Machine and boot time, has what each is worth under TCG.
+// docs/setup.md, Machine and boot time, has what each is worth under TCG.
 func bootTuning(kc kernels.BuildConfig) []string {
 	words := []string{
 		// The console prints notices and worse while the kernel boots:

@@ -7,6 +7,7 @@ import (
 
 	"napilab/internal/wire"
 	"napilab/results"
+	"napilab/results/stats"
 )
 
 // An assertion is one kind of assert: no-splat, grows, polls, .... Each kind
@@ -328,9 +329,18 @@ func evalBound(rec Record, r results.Assert, metric string, min, max *float64, p
 		}
 		v, unit = d/secs, "/s"
 	}
-	r.Measured = fmt.Sprintf("%+.4g%s", v, unit)
+	r.Measured = signed(v) + unit
 	r.Passed = within(v, min, max)
 	return r
+}
+
+// signed formats a change with its sign, whole above 1000 (+10010, not
+// +1.001e+04).
+func signed(v float64) string {
+	if v >= 0 {
+		return "+" + stats.FormatNum(v)
+	}
+	return stats.FormatNum(v)
 }
 
 // metricDelta measures a metric's change over a span, for windowed kinds.

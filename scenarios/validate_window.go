@@ -122,7 +122,7 @@ func didYouMeanStep(name string, names map[string]int) string {
 	return ""
 }
 
-// MinWindow is the shortest window the lab measures: the README's 100 ms.
+// MinWindow is the shortest window the lab measures: docs/scenarios.md's 100 ms.
 const MinWindow = 100 * time.Millisecond
 
 // stepSpan is how long a step lasts when the file says: a sleep, a
