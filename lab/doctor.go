@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"napilab/kernels"
-	"napilab/runner"
+	"napilab/runner/vm"
 )
 
 func newDoctorCmd(g *globalOptions) *cobra.Command {
@@ -33,7 +33,7 @@ func doctor(w io.Writer, cacheDir string) error {
 		}
 	}
 	checks := append(kernels.HostChecks(specs...), kernels.FetchChecks(cacheDir, specs...)...)
-	checks = append(checks, runner.HostChecks()...)
+	checks = append(checks, vm.HostChecks()...)
 	missing := map[string]bool{}
 	for _, c := range checks {
 		mark := "ok     "

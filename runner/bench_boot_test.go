@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"napilab/results"
+	"napilab/runner/vm"
 )
 
 // benchBootSleep is testdata/bench-boot.yaml's one step: the run's declared
@@ -20,10 +21,10 @@ const benchBootSleep = 2 * time.Second
 func benchMachines(b *testing.B) []string {
 	names := strings.Fields(os.Getenv("NAPILAB_BENCH_MACHINES"))
 	if len(names) == 0 {
-		return machineNames()
+		return vm.MachineNames()
 	}
 	for _, n := range names {
-		if _, err := pickMachine(n); err != nil {
+		if _, err := vm.PickMachine(n); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"napilab/internal/wire"
 	"napilab/results"
+	"napilab/runner/vm"
 )
 
 // TestBootVerdicts boots a shell script posing as QEMU and checks whose
@@ -41,19 +42,21 @@ func TestBootVerdicts(t *testing.T) {
 			if err := os.WriteFile(bin, []byte("#!/bin/sh\n"+tc.script+"\n"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			host, guest, err := socketPair()
+			host, guest, err := vm.SocketPair()
 			if err != nil {
 				t.Fatal(err)
 			}
-			q := &QEMU{Binary: bin, Accel: "tcg", CPUs: 1, MemoryMB: 128, Kernel: "bzImage", Initrd: "initrd", Control: guest, AsCaller: true}
-			v, err := q.start(io.Discard)
+			q := &vm.QEMU{Binary: bin, Accel: "tcg", CPUs: 1, MemoryMB: 128, Kernel: "bzImage", Initrd: "initrd", Control: guest, AsCaller: true}
+			g := &qemuGuest{console: newConsole(io.Discard)}
+			v, err := q.Start(g.console.copy)
 			guest.Close()
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer v.stop(0)
+			g.vm = v
+			defer v.Stop(0)
 			r := &run{cfg: Config{OutDir: dir, Initramfs: "initrd", bootLimit: 300 * time.Millisecond},
-				s: windowScenario(t, ""), res: &results.Result{}, guest: v, ctl: newControl(host)}
+				s: windowScenario(t, ""), res: &results.Result{}, guest: g, ctl: newControl(host)}
 			err = r.boot(context.Background(), "tcg")
 			if r.ctl != nil {
 				r.ctl.Close()

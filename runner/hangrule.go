@@ -107,7 +107,7 @@ func (r *run) recheckStarved(ctx context.Context, first []wire.TaskStack) (still
 		if err != nil {
 			return "", ""
 		}
-		ran, _ = now.since(from)
+		ran, _ = now.Since(from)
 	}
 	more = fmt.Sprintf("QEMU got %.2f s more CPU in %.2f s", ran.Seconds(), time.Since(began).Seconds())
 	if ran < recheckCPU {

@@ -2,9 +2,6 @@ package runner
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +9,7 @@ import (
 
 	"napilab/internal/wire"
 	"napilab/results"
+	"napilab/runner/vm"
 )
 
 // TestStarved: the starvation rule on the shares measured for starvedRan
@@ -46,50 +44,6 @@ func TestStarved(t *testing.T) {
 	}
 }
 
-// TestReadCPUUse reads a real process's threads: this test process, which
-// has run, and a sleeping child, which asks for no CPU.
-func TestReadCPUUse(t *testing.T) {
-	self, err := readCPUUse(os.Getpid())
-	if err != nil {
-		t.Skipf("no schedstat on this host: %v", err)
-	}
-	if self.ran <= 0 {
-		t.Errorf("this process ran %v, want more than nothing", self.ran)
-	}
-	cmd := exec.Command("sleep", "30")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	if _, err := readCPUUse(cmd.Process.Pid); err != nil {
-		t.Error(err)
-	}
-	if _, err := readCPUUse(1 << 30); err == nil {
-		t.Error("a process that does not exist has a CPU use")
-	}
-	for _, bad := range []string{"", "12", "x 1 1", "1 y 1"} {
-		if _, _, err := parseSchedstat(bad); err == nil {
-			t.Errorf("schedstat %q parsed", bad)
-		}
-	}
-}
-
-// TestCapBuffer keeps the head and the tail of a flood, and all of a
-// short write.
-func TestCapBuffer(t *testing.T) {
-	b := newCapBuffer(4, 8)
-	b.Write([]byte("ab"))
-	if got := b.String(); got != "ab" {
-		t.Errorf("%q, want ab", got)
-	}
-	for _, s := range []string{"cdef", "0123456789", "XYZ"} {
-		b.Write([]byte(s))
-	}
-	if got, want := b.String(), "abcd\n--- napilab: 7 bytes of QEMU's stderr not kept ---\n56789XYZ"; got != want {
-		t.Errorf("%q, want %q", got, want)
-	}
-}
-
 // TestSamplesCutNoted: the samples past the totals are noted in the
 // result's Dropped, and the assertions' snapshots still fit after the
 // periodic samplers stopped.
@@ -114,28 +68,28 @@ func TestSamplesCutNoted(t *testing.T) {
 
 // scriptedUse is a guest's CPU use growing with host time: ran and waited
 // CPU-seconds per second.
-func scriptedUse(ran, waited float64) func() (cpuUse, error) {
+func scriptedUse(ran, waited float64) func() (vm.CPUUse, error) {
 	var once sync.Once
 	var start time.Time
-	return func() (cpuUse, error) {
+	return func() (vm.CPUUse, error) {
 		once.Do(func() { start = time.Now() })
 		e := float64(time.Since(start))
-		return cpuUse{ran: time.Duration(ran * e), waited: time.Duration(waited * e)}, nil
+		return vm.CPUUse{Ran: time.Duration(ran * e), Waited: time.Duration(waited * e)}, nil
 	}
 }
 
 // phasedUse is scriptedUse until after, then a whole CPU and no wait.
-func phasedUse(ran, waited float64, after time.Duration) func() (cpuUse, error) {
+func phasedUse(ran, waited float64, after time.Duration) func() (vm.CPUUse, error) {
 	var once sync.Once
 	var start time.Time
-	return func() (cpuUse, error) {
+	return func() (vm.CPUUse, error) {
 		once.Do(func() { start = time.Now() })
 		e := time.Since(start)
 		if e < after {
-			return cpuUse{ran: time.Duration(ran * float64(e)), waited: time.Duration(waited * float64(e))}, nil
+			return vm.CPUUse{Ran: time.Duration(ran * float64(e)), Waited: time.Duration(waited * float64(e))}, nil
 		}
-		base := cpuUse{ran: time.Duration(ran * float64(after)), waited: time.Duration(waited * float64(after))}
-		return cpuUse{ran: base.ran + e - after, waited: base.waited}, nil
+		base := vm.CPUUse{Ran: time.Duration(ran * float64(after)), Waited: time.Duration(waited * float64(after))}
+		return vm.CPUUse{Ran: base.Ran + e - after, Waited: base.Waited}, nil
 	}
 }
 
@@ -186,30 +140,4 @@ func TestDeadlineMissByHostShare(t *testing.T) {
 			}
 		})
 	}
-}
-
-// FuzzCapBuffer: whatever the writes, the buffer holds the first head and
-// the last tail bytes of what was written, and counts the rest.
-func FuzzCapBuffer(f *testing.F) {
-	f.Add([]byte("abcdef0123456789XYZ"), uint8(4), uint8(8), uint8(3))
-	f.Add([]byte(""), uint8(0), uint8(1), uint8(1))
-	f.Fuzz(func(t *testing.T, data []byte, head, tail, chunk uint8) {
-		if tail == 0 || chunk == 0 {
-			return
-		}
-		b := newCapBuffer(int(head), int(tail))
-		for p := data; len(p) > 0; {
-			n := min(int(chunk), len(p))
-			b.Write(p[:n])
-			p = p[n:]
-		}
-		want := string(data)
-		if len(data) > int(head)+int(tail) {
-			dropped := len(data) - int(head) - int(tail)
-			want = string(data[:head]) + fmt.Sprintf("\n--- napilab: %d bytes of QEMU's stderr not kept ---\n", dropped) + string(data[len(data)-int(tail):])
-		}
-		if got := b.String(); got != want {
-			t.Errorf("head %d tail %d chunk %d: %q, want %q", head, tail, chunk, got, want)
-		}
-	})
 }

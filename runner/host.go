@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"napilab/results/stats"
+	"napilab/runner/vm"
 )
 
 var qemuVersion = regexp.MustCompile(`version (\d+\.\d+(?:\.\d+)?)`)
@@ -20,14 +21,14 @@ var qemuVersion = regexp.MustCompile(`version (\d+\.\d+(?:\.\d+)?)`)
 // QEMU's version and the accelerator (accel "" resolves as for a run).
 // Performance figures from another class are not comparable.
 func HostClass(ctx context.Context, accel string) (stats.Host, error) {
-	a, err := pickAccel(accel)
+	a, err := vm.PickAccel(accel)
 	if err != nil {
 		return stats.Host{}, err
 	}
 	h := stats.Host{CPU: cpuModel(), Cores: runtime.NumCPU(), Accel: a}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, (&QEMU{}).binary(), "--version").Output()
+	out, err := exec.CommandContext(ctx, (&vm.QEMU{}).Program(), "--version").Output()
 	if err != nil {
 		return h, fmt.Errorf("QEMU's version: %w (apt-get install qemu-system-x86)", err)
 	}

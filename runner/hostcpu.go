@@ -1,91 +1,10 @@
 package runner
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
+	"napilab/runner/vm"
 	"time"
 )
-
-// cpuUse is what the host's scheduler gave a guest's QEMU so far: the
-// time its threads ran and the time they waited on a run queue, runnable
-// but not running (/proc/<pid>/task/*/schedstat, CONFIG_SCHED_INFO).
-type cpuUse struct {
-	ran, waited time.Duration
-	// threads is each thread's use by tid, when read per thread.
-	threads map[string]cpuUse
-}
-
-// since is the use from from to u, never negative: per thread when both
-// were read per thread, so that a thread exiting between them (QEMU's
-// idle workers) does not take its earlier time off the difference; a
-// thread new since from counts whole.
-func (u cpuUse) since(from cpuUse) (ran, waited time.Duration) {
-	if u.threads == nil || from.threads == nil {
-		return max(0, u.ran-from.ran), max(0, u.waited-from.waited)
-	}
-	for tid, t := range u.threads {
-		f := from.threads[tid]
-		ran += max(0, t.ran-f.ran)
-		waited += max(0, t.waited-f.waited)
-	}
-	return ran, waited
-}
-
-// errNoCPUUse is a guest whose host CPU use the lab cannot read (an
-// in-process guest, a host without schedstat).
-var errNoCPUUse = errors.New("QEMU's CPU use is not readable")
-
-// readCPUUse sums the schedstat of every thread of process pid. A thread
-// that exits between the listing and the read is left out.
-func readCPUUse(pid int) (cpuUse, error) {
-	dir := fmt.Sprintf("/proc/%d/task", pid)
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return cpuUse{}, fmt.Errorf("failed to list QEMU's threads: %w", err)
-	}
-	u := cpuUse{threads: map[string]cpuUse{}}
-	read := 0
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "schedstat"))
-		if err != nil {
-			continue
-		}
-		ran, waited, err := parseSchedstat(string(b))
-		if err != nil {
-			return cpuUse{}, fmt.Errorf("%s/%s/schedstat: %w", dir, e.Name(), err)
-		}
-		u.ran += ran
-		u.waited += waited
-		u.threads[e.Name()] = cpuUse{ran: ran, waited: waited}
-		read++
-	}
-	if read == 0 {
-		return cpuUse{}, errNoCPUUse
-	}
-	return u, nil
-}
-
-// parseSchedstat reads a schedstat line: ns on a CPU, ns waiting on a run
-// queue, timeslices.
-func parseSchedstat(s string) (ran, waited time.Duration, err error) {
-	f := strings.Fields(s)
-	if len(f) < 2 {
-		return 0, 0, fmt.Errorf("bad schedstat %q", s)
-	}
-	r, err := strconv.ParseInt(f[0], 10, 64)
-	if err != nil {
-		return 0, 0, fmt.Errorf("bad schedstat %q: %w", s, err)
-	}
-	w, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil {
-		return 0, 0, fmt.Errorf("bad schedstat %q: %w", s, err)
-	}
-	return time.Duration(r), time.Duration(w), nil
-}
 
 // hostShare is QEMU's CPU use over a window of host time: a step from its
 // start to its deadline.
@@ -98,7 +17,7 @@ type hostShare struct {
 
 // measureShare returns the share between from and the use read now;
 // read is nil or failing for a guest that cannot say.
-func measureShare(read func() (cpuUse, error), from cpuUse, fromOK bool, began time.Time, vcpus int) hostShare {
+func measureShare(read func() (vm.CPUUse, error), from vm.CPUUse, fromOK bool, began time.Time, vcpus int) hostShare {
 	sh := hostShare{wall: time.Since(began), vcpus: vcpus}
 	if read == nil || !fromOK {
 		return sh
@@ -107,7 +26,7 @@ func measureShare(read func() (cpuUse, error), from cpuUse, fromOK bool, began t
 	if err != nil {
 		return sh
 	}
-	sh.ran, sh.waited = now.since(from)
+	sh.ran, sh.waited = now.Since(from)
 	sh.measured = true
 	return sh
 }

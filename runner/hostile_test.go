@@ -23,6 +23,7 @@ import (
 	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/results/splat"
+	"napilab/runner/vm"
 )
 
 // The hostile guest: these tests drive the real console and control code
@@ -79,14 +80,14 @@ const splatReport = `[   13.000000] ------------[ cut here ]------------
 `
 
 // fakeQEMU returns a QEMU whose binary floods its stdout.
-func fakeQEMU(t *testing.T, dir, kind string, n int64) *QEMU {
+func fakeQEMU(t *testing.T, dir, kind string, n int64) *vm.QEMU {
 	t.Helper()
 	script := filepath.Join(dir, "qemu")
 	body := fmt.Sprintf("#!/bin/sh\nNAPILAB_FLOOD=%s NAPILAB_FLOOD_BYTES=%d exec %q -test.run='^TestFakeQEMU$' -- \"$@\"\n", kind, n, os.Args[0])
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return &QEMU{Binary: script, Accel: "tcg", CPUs: 1, MemoryMB: 128, Kernel: "bzImage", Initrd: "initrd", AsCaller: true}
+	return &vm.QEMU{Binary: script, Accel: "tcg", CPUs: 1, MemoryMB: 128, Kernel: "bzImage", Initrd: "initrd", AsCaller: true}
 }
 
 // heapPeak samples the Go heap until stop is called and returns its peak.
@@ -153,11 +154,12 @@ func TestConsoleChild(t *testing.T) {
 	runtime.ReadMemStats(&base)
 	stop := heapPeak()
 	// The parent's temporary folder: this process ends in os.Exit.
-	v, err := fakeQEMU(t, filepath.Dir(f.Name()), kind, n).start(f)
+	c := newConsole(f)
+	v, err := fakeQEMU(t, filepath.Dir(f.Name()), kind, n).Start(c.copy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-v.done
+	<-v.Done()
 	var rep floodReport
 	peak := stop()
 	rep.HeapPeak = peak - min(peak, base.HeapInuse)
@@ -165,9 +167,9 @@ func TestConsoleChild(t *testing.T) {
 	var live runtime.MemStats
 	runtime.ReadMemStats(&live)
 	rep.HeapKept = live.HeapInuse - min(live.HeapInuse, base.HeapInuse)
-	rep.Lines, rep.Dropped = v.console.count(), v.console.dropped()
-	rep.Splats = splat.FindLines(v.console.lines())
-	rep.SplatTimed = len(rep.Splats) == 1 && !v.console.lineTime(rep.Splats[0].Line).IsZero()
+	rep.Lines, rep.Dropped = c.count(), c.dropped()
+	rep.Splats = splat.FindLines(c.lines())
+	rep.SplatTimed = len(rep.Splats) == 1 && !c.lineTime(rep.Splats[0].Line).IsZero()
 	status, _ := os.ReadFile("/proc/self/status")
 	if m := regexp.MustCompile(`VmHWM:\s+(\d+) kB`).FindSubmatch(status); m != nil {
 		kb, _ := strconv.ParseUint(string(m[1]), 10, 64)
@@ -472,7 +474,7 @@ func TestDroppedInResult(t *testing.T) {
 	if err := ctl.call(context.Background(), wire.OpHello, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	r := &run{guest: &vm{console: c}, ctl: ctl, cfg: Config{Logf: t.Logf}}
+	r := &run{guest: &qemuGuest{console: c}, ctl: ctl, cfg: Config{Logf: t.Logf}}
 	d := r.dropped()
 	if d == nil || d.ConsoleLines != 100-9 || d.ConsoleBytes != 6*(100-9) || d.Garbage != 1 {
 		t.Fatalf("dropped %+v", d)
@@ -480,7 +482,7 @@ func TestDroppedInResult(t *testing.T) {
 	if want := "guest output over the bounds: 91 console lines (546 bytes, lines 1-91) not kept; 0 control lines too long, 1 not JSON"; d.String() != want {
 		t.Errorf("%q, want %q", d.String(), want)
 	}
-	r = &run{guest: &vm{console: newConsole(io.Discard)}, cfg: Config{Logf: t.Logf}}
+	r = &run{guest: &qemuGuest{console: newConsole(io.Discard)}, cfg: Config{Logf: t.Logf}}
 	if d := r.dropped(); d != nil {
 		t.Errorf("dropped %+v from a quiet guest, want nil", d)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"napilab/internal/wire"
+	"napilab/runner/vm"
 )
 
 // injector sends UDP from the runner's namespace through a tap into the
@@ -26,9 +27,9 @@ type injector struct {
 
 // startInjector opens flows sockets in the namespace and sends size-byte
 // datagrams to dst at rate packets/s in total (0 = as fast as possible).
-func startInjector(h *hostNet, dst *net.UDPAddr, flows, size, rate int) (*injector, error) {
+func startInjector(h *vm.HostNet, dst *net.UDPAddr, flows, size, rate int) (*injector, error) {
 	var conns []*net.UDPConn
-	err := h.in(func() error {
+	err := h.In(func() error {
 		for i := 0; i < flows; i++ {
 			c, err := net.DialUDP("udp4", nil, dst)
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"napilab/images/agent"
 	"napilab/internal/wire"
+	"napilab/runner/vm"
 )
 
 // inProcess is a Guest whose agent is the real one (package agent) serving
@@ -32,8 +33,8 @@ type inProcess struct {
 	log    *os.File       // console.log
 	conns  []io.Closer    // both ends of both channels
 
-	// use is the machine's CPU use (cpuUse); nil = not measurable.
-	use func() (cpuUse, error)
+	// use is the machine's CPU use (vm.CPUUse); nil = not measurable.
+	use func() (vm.CPUUse, error)
 
 	dieOnce sync.Once
 	served  chan struct{} // the agent's Serve returned
@@ -135,9 +136,9 @@ func (g *inProcess) exitStatus() (error, string) { return nil, "" }
 
 func (g *inProcess) sysrq(context.Context, ...string) error { return errNoSysrq }
 
-func (g *inProcess) cpuUse() (cpuUse, error) {
+func (g *inProcess) cpuUse() (vm.CPUUse, error) {
 	if g.use == nil {
-		return cpuUse{}, errNoCPUUse
+		return vm.CPUUse{}, vm.ErrNoCPUUse
 	}
 	return g.use()
 }

@@ -24,6 +24,7 @@ import (
 	"napilab/results/model"
 	"napilab/results/report"
 	"napilab/results/splat"
+	"napilab/runner/vm"
 	"napilab/scenarios"
 )
 
@@ -41,7 +42,7 @@ type Config struct {
 	OutDir     string            // receives console.log, qemu.cmdline, samples.jsonl, result.json, junit.xml
 	Params     map[string]string // the parameter overrides the scenario was opened with
 	Accel      string            // kvm, tcg or "" (auto)
-	Machine    string            // a name in machines, or "" ($NAPILAB_MACHINE, else defaultMachine)
+	Machine    string            // a name in machines, or "" ($NAPILAB_MACHINE, else vm.DefaultMachine)
 	QEMU       string            // the QEMU binary, default qemu-system-x86_64
 	Seed       int64             // overrides the scenario seed (lab repro), 0 = keep
 	// MinMemoryMB raises the guest's RAM for an image that needs it (the
@@ -136,7 +137,7 @@ type run struct {
 	res     *results.Result
 	guest   Guest
 	ctl     *control // the guest's channel
-	host    *hostNet
+	host    *vm.HostNet
 	tl      *timeline
 	hello   *wire.Hello
 	leak    leakCheck
@@ -168,21 +169,21 @@ func (r *run) do(ctx context.Context) error {
 		return infra("failed to create the run folder: %w", err)
 	}
 	os.WriteFile(filepath.Join(r.cfg.OutDir, "scenario.yaml"), r.s.Source, 0o644)
-	accel, err := pickAccel(r.cfg.Accel)
+	accel, err := vm.PickAccel(r.cfg.Accel)
 	if err != nil {
 		return &infraError{err}
 	}
 	r.res.Accel = accel
-	var taps []TapSpec
+	var taps []vm.TapSpec
 	for i, n := range r.s.Topology.NICs {
 		gip, _, _ := net.ParseCIDR(n.Address)
-		t := TapSpec{Name: fmt.Sprintf("tap%d", i), Queues: n.Queues, HostAddr: n.Host, GuestMAC: n.MAC}
+		t := vm.TapSpec{Name: fmt.Sprintf("tap%d", i), Queues: n.Queues, HostAddr: n.Host, GuestMAC: n.MAC}
 		if gip != nil {
 			t.GuestIP = gip.String()
 		}
 		taps = append(taps, t)
 	}
-	r.host, err = newHostNet(taps)
+	r.host, err = vm.NewHostNet(taps)
 	if err != nil {
 		return &infraError{err}
 	}
@@ -433,7 +434,7 @@ const minSetupLimit = time.Minute
 // it, the call is a hang of step (line), its evidence gathered while the
 // guest is live and judged as a step's (judgeHang).
 func (r *run) boundedCall(ctx context.Context, step string, line int, limit time.Duration, op string, args, out any) error {
-	read := func() (cpuUse, error) { return cpuUse{}, errNoCPUUse }
+	read := func() (vm.CPUUse, error) { return vm.CPUUse{}, vm.ErrNoCPUUse }
 	if r.guest != nil {
 		read = r.guest.cpuUse
 	}

@@ -1,17 +1,14 @@
 package runner
 
 import (
-	"context"
-	"io"
 	"napilab/internal/wire"
+	"napilab/runner/vm"
 	"napilab/scenarios"
-	"net"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestWindowMin(t *testing.T) {
@@ -37,8 +34,8 @@ func TestWindowMin(t *testing.T) {
 }
 
 func TestQEMUArgs(t *testing.T) {
-	q := &QEMU{Accel: "tcg", CPUs: 4, MemoryMB: 256, Kernel: "/k", Initrd: "/i", Append: "console=ttyS0 panic=-1",
-		Control: os.Stdin, Monitor: os.Stdin, NICs: []QEMUNIC{{MAC: "52:54:00:12:34:56", Queues: make([]*os.File, 2)},
+	q := &vm.QEMU{Accel: "tcg", CPUs: 4, MemoryMB: 256, Kernel: "/k", Initrd: "/i", Append: "console=ttyS0 panic=-1",
+		Control: os.Stdin, Monitor: os.Stdin, NICs: []vm.QEMUNIC{{MAC: "52:54:00:12:34:56", Queues: make([]*os.File, 2)},
 			{MAC: "52:54:00:12:34:57", Queues: make([]*os.File, 3)}}}
 	cmd := q.Cmdline()
 	for _, want := range []string{
@@ -117,40 +114,6 @@ func TestBisect(t *testing.T) {
 	}
 	if _, err := Bisect(0, nil, nil); err == nil {
 		t.Error("empty series accepted")
-	}
-}
-
-func TestMonitorSysrq(t *testing.T) {
-	lab, qemu := net.Pipe()
-	got := make(chan string, 1)
-	go func() {
-		qemu.Write([]byte("QEMU 7.2.0 monitor - type 'help' for more information\r\n(qemu) "))
-		b, _ := io.ReadAll(qemu)
-		got <- string(b)
-	}()
-	m := newMonitor(lab)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := m.sysrq(ctx, "w", "l"); err != nil {
-		t.Fatal(err)
-	}
-	m.Close()
-	if s := <-got; s != "sendkey alt-sysrq-w\nsendkey alt-sysrq-l\n" {
-		t.Errorf("monitor got %q", s)
-	}
-	if err := m.sysrq(ctx, "w"); err == nil {
-		t.Error("no error from a closed monitor")
-	}
-}
-
-// A monitor QEMU no longer reads does not hold the evidence up.
-func TestMonitorSysrqDeadline(t *testing.T) {
-	lab, _ := net.Pipe() // nobody reads the other end
-	m := newMonitor(lab)
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	if err := m.sysrq(ctx, "w"); err == nil {
-		t.Error("a write nobody reads returned no error")
 	}
 }
 

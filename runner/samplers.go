@@ -196,7 +196,7 @@ func (t *timeline) snapshot(ctx context.Context, group string, sources []string)
 		if s.Values == nil {
 			s.Values = map[string]string{}
 		}
-		if v, err := t.host.counters(); err == nil {
+		if v, err := t.host.Counters(); err == nil {
 			s.Values[model.HostTapsSource] = v
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"napilab/internal/wire"
 	"napilab/results"
 	"napilab/results/model"
+	"napilab/runner/vm"
 	"napilab/scenarios"
 )
 
@@ -47,7 +48,7 @@ func (e *stepError) Unwrap() error { return e.err }
 type timeline struct {
 	s     *scenarios.Scenario
 	ctl   *control
-	host  *hostNet
+	host  *vm.HostNet
 	logf  func(string, ...any)
 	start time.Time
 	end   time.Time
@@ -78,7 +79,7 @@ type timeline struct {
 	strict     bool                                         // flaky kselftests count as failures
 	ksHook     func(name string, attempt int, x *wire.Exec) // tests: change an attempt's command
 	execLogs   map[*scenarios.Step]*execLog                 // exec steps' outputs, guarded by mu
-	cpu        func() (cpuUse, error)                       // QEMU's CPU use so far (Guest.cpuUse); nil = not measured
+	cpu        func() (vm.CPUUse, error)                    // QEMU's CPU use so far (Guest.cpuUse); nil = not measured
 
 	sampleBytes int64  // the samples' size kept so far, guarded by mu
 	samplesCut  string // why samples stopped being kept, "" = all kept; guarded by mu
@@ -125,16 +126,16 @@ type loadResult struct {
 	sendingFrom float64
 }
 
-func newTimeline(s *scenarios.Scenario, seed int64, ctl *control, host *hostNet, logf func(string, ...any)) *timeline {
+func newTimeline(s *scenarios.Scenario, seed int64, ctl *control, host *vm.HostNet, logf func(string, ...any)) *timeline {
 	return &timeline{s: s, ctl: ctl, host: host, logf: logf, rng: rand.New(rand.NewPCG(uint64(seed), 0x6e617069)),
 		loads: map[string]*activeLoad{}, stats: map[string]*loadResult{}, iters: map[*scenarios.Step][]iteration{},
 		edges: planEdges(s), knownFlaky: shippedKnownFlaky}
 }
 
-// cpuUse reads QEMU's CPU use, or fails when the guest cannot say.
-func (t *timeline) cpuUse() (cpuUse, error) {
+// vm.CPUUse reads QEMU's CPU use, or fails when the guest cannot say.
+func (t *timeline) cpuUse() (vm.CPUUse, error) {
 	if t.cpu == nil {
-		return cpuUse{}, errNoCPUUse
+		return vm.CPUUse{}, vm.ErrNoCPUUse
 	}
 	return t.cpu()
 }

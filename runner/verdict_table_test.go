@@ -5,53 +5,56 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"napilab/internal/procgroup"
 	"napilab/internal/wire"
 	"napilab/results"
+	"napilab/runner/vm"
 )
 
 // fakeVM is a QEMU that has run: its console holds log, and it has exited
 // or still runs (a sleep posing as QEMU).
-func fakeVM(t *testing.T, log string, exited bool) *vm {
+func fakeVM(t *testing.T, log string, exited bool) *qemuGuest {
 	t.Helper()
 	if exited {
 		return fakeVMEnded(t, log, "true")
 	}
-	return fakeVMRun(t, log, false, "sleep", "30")
+	return fakeVMRun(t, log, false, "exec sleep 30")
 }
 
 // fakeVMEnded is a QEMU that has ended as the shell command sh did: "true"
 // (a clean exit), "exit 1", "kill -KILL $$" (the OOM killer).
-func fakeVMEnded(t *testing.T, log, sh string) *vm {
+func fakeVMEnded(t *testing.T, log, sh string) *qemuGuest {
 	t.Helper()
-	return fakeVMRun(t, log, true, "sh", "-c", sh)
+	return fakeVMRun(t, log, true, sh)
 }
 
-// fakeVMRun is a QEMU that runs argv; exited waits for it to end.
-func fakeVMRun(t *testing.T, log string, exited bool, argv ...string) *vm {
+// fakeVMRun is a QEMU that runs the shell script sh; exited waits for it to
+// end.
+func fakeVMRun(t *testing.T, log string, exited bool, sh string) *qemuGuest {
 	t.Helper()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	procgroup.Set(cmd)
-	if err := cmd.Start(); err != nil {
+	fake := filepath.Join(t.TempDir(), "qemu")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\n"+sh+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	v := &vm{cmd: cmd, console: newConsole(io.Discard), done: make(chan struct{})}
-	v.console.copy(strings.NewReader(log))
-	go func() {
-		v.waitErr = cmd.Wait()
-		close(v.done)
-	}()
-	if exited {
-		<-v.done
+	g := &qemuGuest{console: newConsole(io.Discard)}
+	g.console.copy(strings.NewReader(log))
+	q := &vm.QEMU{Binary: fake, Accel: "tcg", CPUs: 1, MemoryMB: 64, Kernel: "bzImage", Initrd: "initrd", AsCaller: true}
+	v, err := q.Start(func(r io.Reader) { io.Copy(io.Discard, r) })
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Cleanup(func() { v.stop(0) })
-	return v
+	g.vm = v
+	if exited {
+		<-v.Done()
+	}
+	t.Cleanup(func() { v.Stop(0) })
+	return g
 }
 
 const warnLog = "[    1.000000] Linux version 6.1\n" +

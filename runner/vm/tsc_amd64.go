@@ -1,4 +1,4 @@
-package runner
+package vm
 
 // rdtsc reads this CPU's time-stamp counter.
 func rdtsc() uint64

@@ -1,4 +1,4 @@
-package runner
+package vm
 
 import (
 	"fmt"
@@ -15,11 +15,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// hostNet is the host side of the guest's NICs: an anonymous network
+// HostNet is the host side of the guest's NICs: an anonymous network
 // namespace owned by the runner, holding one multi-queue tap per NIC. The
 // namespace and taps vanish with the last file descriptor, so even a killed
 // runner leaves nothing behind; the host's own network is never touched.
-type hostNet struct {
+type HostNet struct {
 	ns   netns.NsHandle
 	taps []*tap
 }
@@ -39,9 +39,9 @@ type TapSpec struct {
 	GuestMAC string
 }
 
-// newHostNet creates the namespace and the taps.
-func newHostNet(specs []TapSpec) (h *hostNet, err error) {
-	h = &hostNet{ns: -1}
+// NewHostNet creates the namespace and the taps.
+func NewHostNet(specs []TapSpec) (h *HostNet, err error) {
+	h = &HostNet{ns: -1}
 	defer func() {
 		if err != nil {
 			h.Close()
@@ -126,16 +126,16 @@ func inNewNetns(fn func(netns.NsHandle) error) error {
 	})
 }
 
-// in runs fn inside the runner's namespace.
-func (h *hostNet) in(fn func() error) error {
+// In runs fn inside the runner's namespace.
+func (h *HostNet) In(fn func() error) error {
 	return nsthread.Run(func() error { return netns.Set(h.ns) }, fn)
 }
 
-// counters reads what the taps dropped on the host's side: a line per tap,
+// Counters reads what the taps dropped on the host's side: a line per tap,
 // "<tap> tx_dropped N qdisc_drops M" (a full tun ring; its root qdiscs).
-func (h *hostNet) counters() (string, error) {
+func (h *HostNet) Counters() (string, error) {
 	var lines []string
-	err := h.in(func() error {
+	err := h.In(func() error {
 		for _, t := range h.taps {
 			l, err := netlink.LinkByName(t.Name)
 			if err != nil {
@@ -173,8 +173,18 @@ func (t *tap) close() error {
 	return errs.ErrorOrNil()
 }
 
+// Queues are each tap's queue files, in the order of the specs: QEMU's
+// NIC backends.
+func (h *HostNet) Queues() [][]*os.File {
+	q := make([][]*os.File, len(h.taps))
+	for i, t := range h.taps {
+		q[i] = t.Queues
+	}
+	return q
+}
+
 // Close drops the taps and the namespace.
-func (h *hostNet) Close() error {
+func (h *HostNet) Close() error {
 	var errs *multierror.Error
 	for _, t := range h.taps {
 		if err := t.close(); err != nil {

@@ -1,15 +1,13 @@
-package runner
+package vm
 
 import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"napilab/kernels"
-	"napilab/scenarios"
 )
 
 func TestLpjFor(t *testing.T) {
@@ -65,30 +63,6 @@ func TestMeasureTSCkHz(t *testing.T) {
 	}
 }
 
-// TestCmdlineOrder: the spec's and the scenario's words come after the
-// boot tuning, so that theirs win (the kernel takes the last loglevel=).
-func TestCmdlineOrder(t *testing.T) {
-	r := &run{cfg: Config{Cmdline: []string{"loglevel=8"}},
-		s: &scenarios.Scenario{Machine: scenarios.Machine{Cmdline: []string{"lpj=1"}}}}
-	words := r.cmdline(kernels.BuildConfig{"CONFIG_HZ": "250"})
-	for _, tc := range []struct{ first, then string }{
-		{"console=ttyS0", "loglevel=6"},
-		{"loglevel=6", "loglevel=8"},
-		{"pty.legacy_count=0", "lpj=1"},
-	} {
-		i, j := slices.Index(words, tc.first), slices.Index(words, tc.then)
-		if i < 0 || j < 0 || i > j {
-			t.Errorf("%s should come before %s in %q", tc.first, tc.then, words)
-		}
-	}
-	if khz := hostTSCkHz(); khz > 0 {
-		want := lpjFor(khz, 250)
-		if !slices.Contains(words, want) {
-			t.Errorf("no %s (HZ=250, TSC %d kHz) in %q", want, khz, strings.Join(words, " "))
-		}
-	}
-}
-
 func TestNo5lvl(t *testing.T) {
 	for _, tc := range []struct {
 		name, config string
@@ -105,7 +79,7 @@ func TestNo5lvl(t *testing.T) {
 				os.WriteFile(filepath.Join(dir, "config"), []byte(tc.config), 0o644)
 			}
 			kc, _ := kernels.ReadConfig(bz)
-			if got := slices.Contains(bootTuning(kc), "no5lvl"); got != tc.want {
+			if got := slices.Contains(BootTuning(kc), "no5lvl"); got != tc.want {
 				t.Errorf("no5lvl in the tuning: %v, want %v", got, tc.want)
 			}
 		})

@@ -1,4 +1,4 @@
-package runner
+package vm
 
 import (
 	"context"
@@ -9,18 +9,19 @@ import (
 	"time"
 )
 
-// monitor is lab's end of QEMU's human monitor. What QEMU writes there (a
+// Monitor is lab's end of QEMU's human monitor. What QEMU writes there (a
 // banner, echoes) is read and thrown away, so QEMU never waits on lab.
-type monitor struct{ c net.Conn }
+type Monitor struct{ c net.Conn }
 
-func newMonitor(c net.Conn) *monitor {
+// NewMonitor reads and discards what QEMU writes on c.
+func NewMonitor(c net.Conn) *Monitor {
 	go io.Copy(io.Discard, c)
-	return &monitor{c: c}
+	return &Monitor{c: c}
 }
 
-// sysrq sends SysRq keys on the emulated keyboard (sendkey): the fallback
+// SysRq sends SysRq keys on the emulated keyboard (sendkey): the fallback
 // when the agent no longer answers.
-func (m *monitor) sysrq(ctx context.Context, keys ...string) error {
+func (m *Monitor) SysRq(ctx context.Context, keys ...string) error {
 	if dl, ok := ctx.Deadline(); ok {
 		m.c.SetWriteDeadline(dl)
 		defer m.c.SetWriteDeadline(time.Time{})
@@ -34,4 +35,5 @@ func (m *monitor) sysrq(ctx context.Context, keys ...string) error {
 	return nil
 }
 
-func (m *monitor) Close() error { return m.c.Close() }
+// Close closes lab's end.
+func (m *Monitor) Close() error { return m.c.Close() }

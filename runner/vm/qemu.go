@@ -1,4 +1,4 @@
-package runner
+package vm
 
 import (
 	"fmt"
@@ -22,14 +22,14 @@ import (
 type QEMU struct {
 	Binary   string // default qemu-system-x86_64
 	Accel    string // kvm or tcg
-	Machine  string // a name in machines; "" = defaultMachine
+	Machine  string // a name in machines; "" = DefaultMachine
 	CPUs     int
 	MemoryMB int
 	Kernel   string
 	Initrd   string
 	Append   string
 	// Control and Monitor are QEMU's ends of the agent's virtio-serial
-	// channel and of the human monitor (see socketPair); nil = none.
+	// channel and of the human monitor (see SocketPair); nil = none.
 	Control *os.File
 	Monitor *os.File
 	NICs    []QEMUNIC
@@ -98,11 +98,11 @@ func (q *QEMU) args(kernel, initrd string) []string {
 	return args
 }
 
-// socketPair returns the two ends of a connected stream socket: lab keeps
+// SocketPair returns the two ends of a connected stream socket: lab keeps
 // host, QEMU inherits guest (close it once QEMU started, so that lab reads
 // EOF when QEMU goes). Nothing is created on disk, so nothing can be left
 // behind, and QEMU needs no folder of its own.
-func socketPair() (host net.Conn, guest *os.File, err error) {
+func SocketPair() (host net.Conn, guest *os.File, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("socketpair: %w", err)
@@ -121,14 +121,15 @@ func socketPair() (host net.Conn, guest *os.File, err error) {
 // caller). Run by lab as root, QEMU runs as sandbox.UID and opens the
 // kernel and initrd through fds lab opened (see start).
 func (q *QEMU) Cmdline() string {
-	parts := []string{q.binary()}
+	parts := []string{q.Program()}
 	for _, a := range q.Args() {
 		parts = append(parts, shellQuote(a))
 	}
 	return strings.Join(parts, " ")
 }
 
-func (q *QEMU) binary() string {
+// Program is the QEMU binary to run: Binary, or qemu-system-x86_64.
+func (q *QEMU) Program() string {
 	if q.Binary != "" {
 		return q.Binary
 	}
@@ -145,28 +146,21 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// vm is a running QEMU, the Guest of real runs (startQEMU).
-type vm struct {
+// VM is a running QEMU.
+type VM struct {
 	cmd     *exec.Cmd
-	console *console
 	stderr  *capBuffer // QEMU's stderr, bounded
 	done    chan struct{}
 	waitErr error
-
-	ctl     *control // the agent's channel
-	mon     *monitor // QEMU's human monitor: SysRq when the agent does not answer
-	logFile *os.File // console.log
-	release func()   // drops the holds on the image and the kernel
 }
 
-// start launches QEMU in its own process group; the console goes to w and
-// to the in-memory log. Callers must call stop. When lab runs as root,
-// QEMU runs as sandbox.UID:GID (with /dev/kvm's group for kvm), which may
-// not reach the cache: the kernel and initrd are opened here and passed as
-// fds after the NICs' and made readable by all (the sockets' folder must be
-// its: see run.do).
-func (q *QEMU) start(w io.Writer) (*vm, error) {
-	cmd := exec.Command(q.binary(), q.Args()...)
+// Start launches QEMU in its own process group; console reads the serial
+// console until QEMU closes it. Callers must call Stop. When lab runs as
+// root, QEMU runs as sandbox.UID:GID (with /dev/kvm's group for kvm), which
+// may not reach the cache: the kernel and initrd are opened here and passed
+// as fds after the NICs' and made readable by all.
+func (q *QEMU) Start(console func(io.Reader)) (*VM, error) {
+	cmd := exec.Command(q.Program(), q.Args()...)
 	procgroup.Set(cmd)
 	for _, n := range q.NICs {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, n.Queues...)
@@ -202,7 +196,7 @@ func (q *QEMU) start(w io.Writer) (*vm, error) {
 	if err != nil {
 		return nil, err
 	}
-	var console io.Reader = out
+	var serial io.Reader = out
 	if q.Interactive {
 		// The terminal sees bytes as they come (a prompt has no newline).
 		// QEMU stays in our process group, the terminal's foreground one,
@@ -210,23 +204,40 @@ func (q *QEMU) start(w io.Writer) (*vm, error) {
 		// terminal in raw mode, so Ctrl-C reaches the guest.
 		cmd.Stdin = os.Stdin
 		cmd.SysProcAttr.Setpgid = false
-		console = io.TeeReader(out, os.Stdout)
+		serial = io.TeeReader(out, os.Stdout)
 	}
-	v := &vm{cmd: cmd, console: newConsole(w), done: make(chan struct{}), stderr: newCapBuffer(qemuStderrHead, qemuStderrTail)}
+	v := &VM{cmd: cmd, done: make(chan struct{}), stderr: newCapBuffer(qemuStderrHead, qemuStderrTail)}
 	cmd.Stderr = v.stderr
 	if err := procgroup.Start(cmd); err != nil {
-		return nil, fmt.Errorf("failed to start %s (apt-get install qemu-system-x86): %w", q.binary(), err)
+		return nil, fmt.Errorf("failed to start %s (apt-get install qemu-system-x86): %w", q.Program(), err)
 	}
 	go func() {
-		v.console.copy(console)
+		console(serial)
 		v.waitErr = cmd.Wait()
 		close(v.done)
 	}()
 	return v, nil
 }
 
-// stop waits up to grace for QEMU to exit, then kills its process group.
-func (v *vm) stop(grace time.Duration) {
+// Done is closed once QEMU exited.
+func (v *VM) Done() <-chan struct{} { return v.done }
+
+// ExitStatus says how QEMU ended, once Done is closed: its wait error (nil
+// for a clean exit, as a reset or a poweroff is) and what it said on stderr.
+func (v *VM) ExitStatus() (error, string) { return v.waitErr, strings.TrimSpace(v.stderr.String()) }
+
+// CPUUse reads QEMU's threads' schedstat; ErrNoCPUUse once QEMU ended.
+func (v *VM) CPUUse() (CPUUse, error) {
+	select {
+	case <-v.done:
+		return CPUUse{}, ErrNoCPUUse
+	default:
+	}
+	return readCPUUse(v.cmd.Process.Pid)
+}
+
+// Stop waits up to grace for QEMU to exit, then kills its process group.
+func (v *VM) Stop(grace time.Duration) {
 	select {
 	case <-v.done:
 		return

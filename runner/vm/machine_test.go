@@ -1,4 +1,4 @@
-package runner
+package vm
 
 import (
 	"os"
@@ -13,7 +13,7 @@ func TestPickMachine(t *testing.T) {
 	for _, tc := range []struct {
 		name, want, env, got, err string
 	}{
-		{name: "default", got: defaultMachine},
+		{name: "default", got: DefaultMachine},
 		{name: "from the environment", env: "q35-seabios", got: "q35-seabios"},
 		{name: "asked beats the environment", want: "q35", env: "q35-seabios", got: "q35"},
 		{name: "unknown", want: "microvm", err: `unknown machine "microvm": want one of q35, q35-bzimage, q35-seabios`},
@@ -21,15 +21,15 @@ func TestPickMachine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("NAPILAB_MACHINE", tc.env)
-			got, err := pickMachine(tc.want)
+			got, err := PickMachine(tc.want)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Errorf("pickMachine(%q) = %q, %v; want error %q", tc.want, got, err, tc.err)
+					t.Errorf("PickMachine(%q) = %q, %v; want error %q", tc.want, got, err, tc.err)
 				}
 				return
 			}
 			if err != nil || got != tc.got {
-				t.Errorf("pickMachine(%q) = %q, %v; want %q", tc.want, got, err, tc.got)
+				t.Errorf("PickMachine(%q) = %q, %v; want %q", tc.want, got, err, tc.got)
 			}
 		})
 	}

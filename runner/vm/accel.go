@@ -1,14 +1,14 @@
-package runner
+package vm
 
 import (
 	"fmt"
 	"os"
 )
 
-// pickAccel resolves "" (auto) to tcg unless NAPILAB_ACCEL says otherwise:
+// PickAccel resolves "" (auto) to tcg unless NAPILAB_ACCEL says otherwise:
 // on our hosts /dev/kvm opens but guests stall after the firmware, so KVM is
 // used only when asked for.
-func pickAccel(want string) (string, error) {
+func PickAccel(want string) (string, error) {
 	if want == "" {
 		want = os.Getenv("NAPILAB_ACCEL")
 	}

@@ -1,7 +1,8 @@
-package runner
+package vm
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,14 +56,14 @@ echo "kernel $(cat "$k") initrd $(cat "$i")"
 	q := &QEMU{Binary: fake, Accel: "tcg", CPUs: 1, MemoryMB: 64, Kernel: filepath.Join(private, "bzImage"),
 		Initrd: filepath.Join(private, "initramfs")}
 	var console bytes.Buffer
-	v, err := q.start(&console)
+	v, err := q.Start(func(r io.Reader) { io.Copy(&console, r) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-v.done:
 	case <-time.After(10 * time.Second):
-		v.stop(0)
+		v.Stop(0)
 		t.Fatal("fake QEMU did not exit")
 	}
 	want := "uid 65534 groups 65534\nkernel KERNEL initrd INITRD\n"
@@ -71,5 +72,30 @@ echo "kernel $(cat "$k") initrd $(cat "$i")"
 	}
 	if !v.cmd.SysProcAttr.Setpgid || v.cmd.SysProcAttr.Pdeathsig == 0 {
 		t.Error("QEMU lost its process group or parent-death signal")
+	}
+}
+
+// TestQEMUStderrBounded: QEMU's stderr is kept up to its head and tail.
+func TestQEMUStderrBounded(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "qemu")
+	script := "#!/bin/sh\necho first >&2\nyes 'qemu: warning: flood' | head -c 8388608 >&2\necho last >&2\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	q := &QEMU{Binary: fake, Accel: "tcg", CPUs: 1, MemoryMB: 64, Kernel: "bzImage", Initrd: "initrd", AsCaller: true}
+	v, err := q.Start(func(r io.Reader) { io.Copy(io.Discard, r) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-v.Done():
+	case <-time.After(time.Minute):
+		v.Stop(0)
+		t.Fatal("fake QEMU did not exit")
+	}
+	_, said := v.ExitStatus()
+	if len(said) > 1<<20+64<<10+256 || !strings.HasPrefix(said, "first") || !strings.HasSuffix(said, "last") {
+		t.Errorf("stderr kept: %d bytes, from %.20q to %.20q; want at most 1 MiB + 64 KiB, its first and last lines", len(said), said, said[max(len(said)-20, 0):])
 	}
 }

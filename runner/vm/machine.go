@@ -1,4 +1,4 @@
-package runner
+package vm
 
 import (
 	"fmt"
@@ -50,9 +50,9 @@ func (m machine) nicROM() string {
 	return ",romfile="
 }
 
-// defaultMachine is what guests boot on unless NAPILAB_MACHINE says
+// DefaultMachine is what guests boot on unless NAPILAB_MACHINE says
 // otherwise.
-const defaultMachine = "q35"
+const DefaultMachine = "q35"
 
 // machines are the boards a guest may boot on. Both are q35: the guest sees
 // the same devices, clocksource (HPET), interrupt routing and keyboard
@@ -79,34 +79,41 @@ var machines = map[string]machine{
 	"q35-seabios": {args: []string{"-M", "q35"}, keepNICROM: true},
 }
 
-// machineFor returns the named machine; "" is defaultMachine. Names come
-// checked by pickMachine.
+// machineFor returns the named machine; "" is DefaultMachine. Names come
+// checked by PickMachine.
 func machineFor(name string) machine {
 	if m, ok := machines[name]; ok {
 		return m
 	}
-	return machines[defaultMachine]
+	return machines[DefaultMachine]
 }
 
-// pickMachine resolves "" to $NAPILAB_MACHINE, then to defaultMachine.
-func pickMachine(want string) (string, error) {
+// PickMachine resolves "" to $NAPILAB_MACHINE, then to DefaultMachine.
+func PickMachine(want string) (string, error) {
 	if want == "" {
 		want = os.Getenv("NAPILAB_MACHINE")
 	}
 	if want == "" {
-		return defaultMachine, nil
+		return DefaultMachine, nil
 	}
 	if _, ok := machines[want]; !ok {
-		return "", fmt.Errorf("unknown machine %q: want one of %s", want, strings.Join(machineNames(), ", "))
+		return "", fmt.Errorf("unknown machine %q: want one of %s", want, strings.Join(MachineNames(), ", "))
 	}
 	return want, nil
 }
 
-func machineNames() []string {
+func MachineNames() []string {
 	var names []string
 	for n := range machines {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	return names
+}
+
+// KernelImage is the file machine boots for a kernel built as bzImage with
+// config kc: the vmlinux beside it where the machine boots through PVH and
+// the kernel can, else bzImage.
+func KernelImage(machine, bzImage string, kc kernels.BuildConfig) string {
+	return machineFor(machine).kernelImage(bzImage, kc)
 }

@@ -1,4 +1,4 @@
-package runner
+package vm
 
 import (
 	"fmt"
@@ -11,11 +11,11 @@ import (
 	"napilab/kernels"
 )
 
-// bootTuning returns the kernel command-line words that shorten a lab
+// BootTuning returns the kernel command-line words that shorten a lab
 // guest's boot and change nothing a run measures; they come after
 // baseCmdline and before the spec's and the scenario's words, which win.
 // docs/setup.md, Machine and boot time, has what each is worth under TCG.
-func bootTuning(kc kernels.BuildConfig) []string {
+func BootTuning(kc kernels.BuildConfig) []string {
 	words := []string{
 		// The console prints notices and worse while the kernel boots:
 		// the banner ("Linux version", which boot() looks for), warnings,
