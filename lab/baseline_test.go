@@ -1,0 +1,62 @@
+package main
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"napilab/results"
+	"napilab/results/stats"
+)
+
+// TestSmallestBudget: the smallest budget is the least whole percent that
+// n runs per side resolve (stats.RunsNeeded), the percent below it is not,
+// and it grows with the noise.
+func TestSmallestBudget(t *testing.T) {
+	prev := 0.0
+	for _, cv := range []float64{0.01, 0.05, 0.15} {
+		tol := smallestBudget(cv, 10)
+		if stats.RunsNeeded(cv, tol, 0.05, 0.8) > 10 || stats.RunsNeeded(cv, tol-0.01, 0.05, 0.8) <= 10 {
+			t.Errorf("cv %v: smallest budget %v is not the least that 10 runs resolve", cv, tol)
+		}
+		if tol <= prev {
+			t.Errorf("cv %v: smallest budget %v, not above %v for less noise", cv, tol, prev)
+		}
+		prev = tol
+	}
+	if !math.IsNaN(smallestBudget(math.NaN(), 10)) {
+		t.Error("an unknown noise has a smallest budget")
+	}
+}
+
+// TestShowBaseline prints each figure's noise from a stored baseline, only
+// the figures --metrics selects, and names the baseline that is missing.
+func TestShowBaseline(t *testing.T) {
+	dir := t.TempDir()
+	b := &stats.Baseline{Name: "udp-flood@stock-6.1", Scenario: "udp-flood", Kernel: results.Kernel{Spec: "stock-6.1", Key: "0123456789abcdef"},
+		ScenarioHash: "feed", Repeat: 4, Created: time.Date(2026, 12, 6, 20, 0, 0, 0, time.UTC)}
+	for run, v := range []float64{100, 102, 98, 100} {
+		b.Samples = append(b.Samples, stats.Sample{Metric: "flood.rx_pps", Kernel: stats.BaselineKernel, Run: run, Value: v},
+			stats.Sample{Metric: "softirqs.NET_RX per datagram", Kernel: stats.BaselineKernel, Run: run, Value: 0.5})
+	}
+	if _, err := stats.SaveBaseline(dir, b); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := showBaseline(&out, dir, b.Name, "rx_pps"); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{"udp-flood@stock-6.1: udp-flood on stock-6.1 (0123456789ab), 4 runs", "flood.rx_pps", "SMALLEST BUDGET"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "NET_RX") {
+		t.Errorf("--metrics rx_pps printed NET_RX:\n%s", got)
+	}
+	if err := showBaseline(&out, dir, "nope", ""); err == nil || !strings.Contains(err.Error(), `no baseline "nope"`) {
+		t.Errorf("missing baseline: %v", err)
+	}
+}
