@@ -83,6 +83,6 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.cacheDir, "cache", "", "cache folder for kernels and images (default $NAPILAB_CACHE or ~/.cache/napilab)")
 	root.PersistentFlags().StringVar(&scenarios.ShippedDir, "scenarios", os.Getenv("NAPILAB_SCENARIOS"),
 		"the shipped scenarios folder, which includes fall back to (default $NAPILAB_SCENARIOS, else the scenarios/ above the file or beside the lab binary's folder)")
-	root.AddCommand(newDoctorCmd(g), newKernelCmd(g), newRunCmd(g), newScenarioCmd(), newCompareCmd(g), newReproCmd(g), newBisectCmd(g), newBaselineCmd(g), newPatchesCmd(g), newReportCmd(g), newResultsCmd(g), newShellCmd(g), newKselftestCmd(g))
+	root.AddCommand(newDoctorCmd(g), newKernelCmd(g), newRunCmd(g), newScenarioCmd(), newCompareCmd(g), newReproCmd(g), newBisectCmd(g), newBaselineCmd(g), newPatchesCmd(g), newReportCmd(g), newResultsCmd(g), newShellCmd(g), newKselftestCmd(g), newExploreCmd(g))
 	return root
 }

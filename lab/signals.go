@@ -61,6 +61,7 @@ var commandStopping = map[string]stopping{
 	"lab compare":            stopGuest,
 	"lab bisect":             stopGuest,
 	"lab shell":              stopGuest,
+	"lab explore":            stopGuest,
 	"lab baseline record":    stopGuest,
 	"lab baseline list":      stopAtOnce,
 	"lab baseline show":      stopAtOnce,

@@ -1,0 +1,125 @@
+package explore
+
+import "slices"
+
+// Judge runs a candidate and says whether it still fails with the finding's
+// title. An error (the lab could not run it) ends the minimization.
+type Judge func(p Program) (bool, error)
+
+// Minimize shrinks a failing program while judge says it still fails:
+// delta debugging over the steps (Zeller's ddmin, removing chunks, then
+// single steps), then each parallel step replaced by one of its branches or
+// by its branches in sequence, then repetitions dropped, and again from the
+// top while any of these took something away. Each distinct candidate is
+// judged once.
+func Minimize(p Program, judge Judge) (Program, error) {
+	seen := map[string]bool{}
+	test := func(steps []Step) (bool, error) {
+		c := Program{Seed: p.Seed, Steps: steps}
+		key := string(c.YAML("c", ""))
+		if ok, done := seen[key]; done {
+			return ok, nil
+		}
+		ok, err := judge(c)
+		if err == nil {
+			seen[key] = ok
+		}
+		return ok, err
+	}
+	steps := p.Steps
+	for {
+		before := Program{Steps: steps}.Size()
+		var err error
+		if steps, err = ddmin(steps, test); err != nil {
+			return Program{Seed: p.Seed, Steps: steps}, err
+		}
+		if steps, err = unparallel(steps, test); err != nil {
+			return Program{Seed: p.Seed, Steps: steps}, err
+		}
+		if steps, err = unrepeat(steps, test); err != nil {
+			return Program{Seed: p.Seed, Steps: steps}, err
+		}
+		if (Program{Steps: steps}).Size() >= before {
+			return Program{Seed: p.Seed, Steps: steps}, nil
+		}
+	}
+}
+
+// ddmin removes chunks of steps, halving the chunks until single steps,
+// keeping each removal after which test still fails.
+func ddmin(steps []Step, test func([]Step) (bool, error)) ([]Step, error) {
+	n := 2
+	for len(steps) > 1 {
+		chunk := (len(steps) + n - 1) / n
+		removed := false
+		for start := 0; start < len(steps); start += chunk {
+			cand := append(slices.Clone(steps[:start]), steps[min(start+chunk, len(steps)):]...)
+			ok, err := test(cand)
+			if err != nil {
+				return steps, err
+			}
+			if ok {
+				steps, n, removed = cand, max(n-1, 2), true
+				break
+			}
+		}
+		if !removed {
+			if n >= len(steps) {
+				break
+			}
+			n = min(2*n, len(steps))
+		}
+	}
+	if len(steps) == 1 {
+		if ok, err := test(nil); err != nil || ok {
+			return nil, err
+		}
+	}
+	return steps, nil
+}
+
+// unparallel replaces each parallel step by one of its branches, or by all
+// of them in sequence, where the program still fails.
+func unparallel(steps []Step, test func([]Step) (bool, error)) ([]Step, error) {
+	for i := 0; i < len(steps); i++ {
+		if len(steps[i].Branches) == 0 {
+			continue
+		}
+		var cands [][]Step
+		for _, br := range steps[i].Branches {
+			cands = append(cands, []Step{br})
+		}
+		cands = append(cands, steps[i].Branches)
+		for _, with := range cands {
+			cand := slices.Concat(steps[:i], with, steps[i+1:])
+			ok, err := test(cand)
+			if err != nil {
+				return steps, err
+			}
+			if ok {
+				steps = cand
+				break
+			}
+		}
+	}
+	return steps, nil
+}
+
+// unrepeat runs each repeated step once where the program still fails.
+func unrepeat(steps []Step, test func([]Step) (bool, error)) ([]Step, error) {
+	for i := range steps {
+		if steps[i].Repeat == "" {
+			continue
+		}
+		cand := slices.Clone(steps)
+		cand[i].Repeat = ""
+		ok, err := test(cand)
+		if err != nil {
+			return steps, err
+		}
+		if ok {
+			steps = cand
+		}
+	}
+	return steps, nil
+}
