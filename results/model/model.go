@@ -86,6 +86,7 @@ type State struct {
 func stateIn(knobs []results.Knob, n NAPI, from, to float64) (st State, ok bool) {
 	q, qok := n.queue()
 	linkKnown, settled := true, true
+	var modeSetters []*results.Knob // the threaded changes that reached n so far
 	for i := range knobs {
 		k := &knobs[i]
 		if k.Dev != n.Dev || k.Start >= to || !napiKnob(k.Kind) {
@@ -116,12 +117,30 @@ func stateIn(knobs []results.Knob, n NAPI, from, to float64) (st State, ok bool)
 			continue
 		case k.Failed:
 			st.Mode = ModeUnknown
+		case racing(modeSetters, k):
+			// Two changes of the mode were under way at once: the
+			// kernel applied them in an order the host cannot see.
+			st.Mode, st.ModeBy = ModeUnknown, nil
 		default:
 			st.Mode, st.ModeBy = modeOf(k.Value), k
+		}
+		if k.Kind == results.KnobThreaded {
+			modeSetters = append(modeSetters, k)
 		}
 		st.By = k
 	}
 	return st, linkKnown && settled
+}
+
+// racing says k was issued while an earlier change of the mode that sets
+// another one had not returned.
+func racing(earlier []*results.Knob, k *results.Knob) bool {
+	for _, e := range earlier {
+		if e.Done > k.Start && modeOf(e.Value) != modeOf(k.Value) {
+			return true
+		}
+	}
+	return false
 }
 
 // napiKnob says a knob kind sets a NAPI's state (not RPS, RFS or a

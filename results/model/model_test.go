@@ -267,3 +267,42 @@ func TestNAPISetSkipsUnknownNAPIs(t *testing.T) {
 		t.Fatalf("%+v", o)
 	}
 }
+
+// TestRacingModeChanges: two changes of the mode under way at once (lab
+// explore: sysfs threaded=1 beside napi-set disabled) leave the mode
+// unknown, and nothing is judged on it; the same value twice, or one after
+// the other, sets it.
+func TestRacingModeChanges(t *testing.T) {
+	napiSet := threaded(0.547, 0.639, "disabled")
+	napiSet.NAPISet = true
+	for _, tc := range []struct {
+		name  string
+		knobs []results.Knob
+		want  Mode
+	}{
+		{"racing", []results.Knob{napiSet, threaded(0.547, 0.572, "1")}, ModeUnknown},
+		{"same value", []results.Knob{threaded(0.5, 0.6, "1"), threaded(0.55, 0.58, "enabled")}, ModeThreaded},
+		{"one after the other", []results.Knob{napiSet, threaded(0.64, 0.66, "1")}, ModeThreaded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, _ := stateIn(tc.knobs, NAPI{Dev: "eth0", Name: "rx-0"}, 1.2, 1.4)
+			if st.Mode != tc.want {
+				t.Errorf("mode %v, want %v", st.Mode, tc.want)
+			}
+		})
+	}
+	// The run explore found: softirq polls rx-0 after both; nothing breaks.
+	soft := counter(func(float64) bool { return true })
+	s := snaps(3, func(x float64) []metrics.PollLine { return []metrics.PollLine{line("eth0", "rx-0", "softirq", 0, soft(x))} })
+	racing := []results.Knob{napiSet, threaded(0.547, 0.572, "1")}
+	for _, o := range Check(Record{Kernel: Kernel{7, 3}, Knobs: racing, Snaps: s}, rules) {
+		if len(o.Broken) != 0 {
+			t.Errorf("%s broken after racing changes: %+v", o.Rule.Name, o.Broken)
+		}
+	}
+	// Without the race the same polls break threaded-not-softirq: the
+	// check above can fail.
+	if o := outcome(t, Check(Record{Kernel: Kernel{7, 3}, Knobs: racing[1:], Snaps: s}, rules), "threaded-not-softirq"); len(o.Broken) == 0 {
+		t.Error("softirq polls of a threaded NAPI not judged")
+	}
+}

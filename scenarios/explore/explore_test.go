@@ -104,3 +104,31 @@ func TestMinimizeBounds(t *testing.T) {
 		t.Errorf("failing only whole: kept %d of %d steps", m.Size(), p.Size())
 	}
 }
+
+// TestNoNAPISetWhileDown: napi-set steps come only while eth0 is up and
+// never in a parallel branch (a down device lists no NAPI to set).
+func TestNoNAPISetWhileDown(t *testing.T) {
+	if dev, state := linkOf("link: {dev: eth0, state: down}"); dev != "eth0" || state != "down" {
+		t.Fatalf("linkOf read %q %q", dev, state)
+	}
+	for seed := range uint64(3000) {
+		p := Generate(seed, Options{Release: "7.3"})
+		isDown := false
+		for _, st := range p.Steps {
+			for _, br := range st.Branches {
+				if strings.HasPrefix(br.Action, "napi:") {
+					t.Fatalf("seed %d: napi-set in a parallel branch", seed)
+				}
+				if dev, state := linkOf(br.Action); dev == "eth0" && state == "down" {
+					isDown = true
+				}
+			}
+			if strings.HasPrefix(st.Action, "napi:") && isDown {
+				t.Fatalf("seed %d: napi-set while eth0 is down", seed)
+			}
+			if dev, state := linkOf(st.Action); dev == "eth0" {
+				isDown = state == "down"
+			}
+		}
+	}
+}

@@ -97,11 +97,25 @@ func Generate(seed uint64, o Options) Program {
 			total += k.weight
 		}
 	}
-	one := func() Step {
+	// down tracks the links the program took down: napi-set needs the
+	// device's NAPIs, which a down device does not list (the lab's ERROR,
+	// not the kernel's), so it is drawn only while eth0 is up, and never in
+	// a parallel branch, whose order against its sibling is unknown.
+	down := map[string]bool{}
+	one := func(branch bool) Step {
+	draw:
 		n := r.IntN(total)
 		for _, k := range ks {
 			if n -= k.weight; n < 0 {
+				if strings.HasPrefix(k.name, "napi") && (down["eth0"] || branch) {
+					goto draw
+				}
 				st := Step{Action: k.gen(r)}
+				if k.name == "link" {
+					// In a branch the order is unknown: a down counts, an up does not.
+					dev, state := linkOf(st.Action)
+					down[dev] = state == "down" || branch && down[dev]
+				}
 				if k.name != "sleep" && r.IntN(4) == 0 {
 					st.Repeat = fmt.Sprintf(", every: %dms, count: %d", pick(r, 20, 50, 100), 2+r.IntN(8))
 				}
@@ -113,12 +127,18 @@ func Generate(seed uint64, o Options) Program {
 	p := Program{Seed: seed}
 	for range o.Steps {
 		if r.IntN(5) == 0 {
-			p.Steps = append(p.Steps, Step{Branches: []Step{one(), one()}})
+			p.Steps = append(p.Steps, Step{Branches: []Step{one(true), one(true)}})
 			continue
 		}
-		p.Steps = append(p.Steps, one())
+		p.Steps = append(p.Steps, one(false))
 	}
 	return p
+}
+
+// linkOf reads the device and state of a generated link step.
+func linkOf(action string) (dev, state string) {
+	fmt.Sscanf(action, "link: {dev: %s state: %s", &dev, &state)
+	return strings.TrimSuffix(dev, ","), strings.TrimSuffix(state, "}")
 }
 
 // older reports whether release a is older than b (major.minor).
