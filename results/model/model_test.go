@@ -293,7 +293,9 @@ func TestRacingModeChanges(t *testing.T) {
 	}
 	// The run explore found: softirq polls rx-0 after both; nothing breaks.
 	soft := counter(func(float64) bool { return true })
-	s := snaps(3, func(x float64) []metrics.PollLine { return []metrics.PollLine{line("eth0", "rx-0", "softirq", 0, soft(x))} })
+	s := snaps(3, func(x float64) []metrics.PollLine {
+		return []metrics.PollLine{line("eth0", "rx-0", "softirq", 0, soft(x))}
+	})
 	racing := []results.Knob{napiSet, threaded(0.547, 0.572, "1")}
 	for _, o := range Check(Record{Kernel: Kernel{7, 3}, Knobs: racing, Snaps: s}, rules) {
 		if len(o.Broken) != 0 {
