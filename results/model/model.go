@@ -87,6 +87,7 @@ func stateIn(knobs []results.Knob, n NAPI, from, to float64) (st State, ok bool)
 	q, qok := n.queue()
 	linkKnown, settled := true, true
 	var modeSetters []*results.Knob // the threaded changes that reached n so far
+	var linkSetters []*results.Knob // the link changes so far
 	for i := range knobs {
 		k := &knobs[i]
 		if k.Dev != n.Dev || k.Start >= to || !napiKnob(k.Kind) {
@@ -102,8 +103,10 @@ func stateIn(knobs []results.Knob, n NAPI, from, to float64) (st State, ok bool)
 			st.Busy = k.Value == results.BusyPollerOn
 			continue
 		case k.Kind == results.KnobLink:
-			// A refused link change leaves the link unknown until the next.
-			st.Down, linkKnown = k.Value == "down", !k.Failed
+			// A refused link change leaves the link unknown until the next,
+			// and so do two under way at once (their order is unseen).
+			st.Down, linkKnown = k.Value == "down", !k.Failed && !racingLink(linkSetters, k)
+			linkSetters = append(linkSetters, k)
 		case k.Kind == results.KnobNAPIs:
 			// The driver may have added the NAPIs anew: same mode,
 			// new settling time.
@@ -137,6 +140,17 @@ func stateIn(knobs []results.Knob, n NAPI, from, to float64) (st State, ok bool)
 func racing(earlier []*results.Knob, k *results.Knob) bool {
 	for _, e := range earlier {
 		if e.Done > k.Start && modeOf(e.Value) != modeOf(k.Value) {
+			return true
+		}
+	}
+	return false
+}
+
+// racingLink says the link change k was issued while an earlier one to
+// the other state had not returned.
+func racingLink(earlier []*results.Knob, k *results.Knob) bool {
+	for _, e := range earlier {
+		if e.Done > k.Start && e.Value != k.Value {
 			return true
 		}
 	}
