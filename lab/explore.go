@@ -89,7 +89,7 @@ func runExplore(cmd *cobra.Command, g *globalOptions, o *exploreOptions) error {
 	if err != nil {
 		return err
 	}
-	release := majorMinor(kern.Release())
+	release := kern.Release()
 	for _, d := range []string{"programs", "runs", "findings"} {
 		if err := os.MkdirAll(filepath.Join(o.out, d), 0o755); err != nil {
 			return err
@@ -230,14 +230,4 @@ func slug(title string) string {
 		return "finding"
 	}
 	return s
-}
-
-var majorMinorRe = regexp.MustCompile(`^(\d+)\.(\d+)`)
-
-// majorMinor is "7.3" of "7.3.4-napilab".
-func majorMinor(release string) string {
-	if m := majorMinorRe.FindStringSubmatch(release); m != nil {
-		return m[1] + "." + m[2]
-	}
-	return release
 }

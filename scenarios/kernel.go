@@ -50,23 +50,26 @@ func version(s string) (v [3]int, ok bool) {
 // given release (uname -r), or returns "" when it does. A release that
 // does not parse runs: the lab cannot tell, and a run says more than a skip.
 func (s *Scenario) Unsupported(release string) string {
-	if s.Kernel.Min == "" {
+	if s.Kernel.Min == "" || !ReleaseBefore(release, s.Kernel.Min) {
 		return ""
 	}
-	min, _ := version(s.Kernel.Min)
+	return fmt.Sprintf("needs kernel %s or newer: %s", s.Kernel.Min, s.Kernel.Reason)
+}
+
+// ReleaseBefore says whether the kernel release (uname -r, "6.12.117")
+// is older than min (major.minor[.patch]); false when either does not parse.
+func ReleaseBefore(release, min string) bool {
 	got, ok := version(release)
-	if !ok {
-		return ""
+	want, wok := version(min)
+	if !ok || !wok {
+		return false
 	}
 	for i := range got {
-		if got[i] != min[i] {
-			if got[i] > min[i] {
-				return ""
-			}
-			return fmt.Sprintf("needs kernel %s or newer: %s", s.Kernel.Min, s.Kernel.Reason)
+		if got[i] != want[i] {
+			return got[i] < want[i]
 		}
 	}
-	return ""
+	return false
 }
 
 // kernelReq checks kernel:.

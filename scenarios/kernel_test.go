@@ -74,3 +74,17 @@ func TestExplainKernelReq(t *testing.T) {
 		t.Errorf("explain lacks %q:\n%s", want, b.String())
 	}
 }
+
+func TestReleaseBefore(t *testing.T) {
+	for _, tc := range []struct {
+		release, min string
+		want         bool
+	}{
+		{"6.1.192", "6.13", true}, {"6.12.117", "6.13", true}, {"7.3.4", "6.18", false},
+		{"6.18.0-rc1", "6.18", false}, {"6.12", "6.12.1", true}, {"", "6.13", false}, {"6.1", "", false},
+	} {
+		if got := ReleaseBefore(tc.release, tc.min); got != tc.want {
+			t.Errorf("ReleaseBefore(%q, %q) = %v, want %v", tc.release, tc.min, got, tc.want)
+		}
+	}
+}

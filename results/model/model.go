@@ -105,7 +105,7 @@ func stateIn(knobs []results.Knob, n NAPI, from, to float64) (st State, ok bool)
 		case k.Kind == results.KnobLink:
 			// A refused link change leaves the link unknown until the next,
 			// and so do two under way at once (their order is unseen).
-			st.Down, linkKnown = k.Value == "down", !k.Failed && !racingLink(linkSetters, k)
+			st.Down, linkKnown = k.Value == "down", !k.Failed && !racing(linkSetters, k, func(v string) string { return v })
 			linkSetters = append(linkSetters, k)
 		case k.Kind == results.KnobNAPIs:
 			// The driver may have added the NAPIs anew: same mode,
@@ -120,7 +120,7 @@ func stateIn(knobs []results.Knob, n NAPI, from, to float64) (st State, ok bool)
 			continue
 		case k.Failed:
 			st.Mode = ModeUnknown
-		case racing(modeSetters, k):
+		case racing(modeSetters, k, modeOf):
 			// Two changes of the mode were under way at once: the
 			// kernel applied them in an order the host cannot see.
 			st.Mode, st.ModeBy = ModeUnknown, nil
@@ -135,22 +135,11 @@ func stateIn(knobs []results.Knob, n NAPI, from, to float64) (st State, ok bool)
 	return st, linkKnown && settled
 }
 
-// racing says k was issued while an earlier change of the mode that sets
-// another one had not returned.
-func racing(earlier []*results.Knob, k *results.Knob) bool {
+// racing says k was issued while an earlier change had not returned that
+// leads somewhere else (key: the state a value sets).
+func racing[T comparable](earlier []*results.Knob, k *results.Knob, key func(string) T) bool {
 	for _, e := range earlier {
-		if e.Done > k.Start && modeOf(e.Value) != modeOf(k.Value) {
-			return true
-		}
-	}
-	return false
-}
-
-// racingLink says the link change k was issued while an earlier one to
-// the other state had not returned.
-func racingLink(earlier []*results.Knob, k *results.Knob) bool {
-	for _, e := range earlier {
-		if e.Done > k.Start && e.Value != k.Value {
+		if e.Done > k.Start && key(e.Value) != key(k.Value) {
 			return true
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+
+	"napilab/scenarios"
 )
 
 // Step is one generated timeline entry: an action, how it repeats, or
@@ -27,7 +29,7 @@ type Program struct {
 // Options bound what Generate writes.
 type Options struct {
 	Steps   int    // timeline steps between the loads' start and stop (default 8)
-	Release string // the kernel's major.minor ("6.1"): knobs newer than it are left out
+	Release string // the kernel's release (uname -r): knobs newer than it are left out
 }
 
 // knob is a kind of step: its weight among the others, the oldest release
@@ -92,7 +94,7 @@ func Generate(seed uint64, o Options) Program {
 	var ks []knob
 	total := 0
 	for _, k := range knobs {
-		if k.min == "" || o.Release == "" || !older(o.Release, k.min) {
+		if k.min == "" || !scenarios.ReleaseBefore(o.Release, k.min) {
 			ks = append(ks, k)
 			total += k.weight
 		}
@@ -139,14 +141,6 @@ func Generate(seed uint64, o Options) Program {
 func linkOf(action string) (dev, state string) {
 	fmt.Sscanf(action, "link: {dev: %s state: %s", &dev, &state)
 	return strings.TrimSuffix(dev, ","), strings.TrimSuffix(state, "}")
-}
-
-// older reports whether release a is older than b (major.minor).
-func older(a, b string) bool {
-	var am, an, bm, bn int
-	fmt.Sscanf(a, "%d.%d", &am, &an)
-	fmt.Sscanf(b, "%d.%d", &bm, &bn)
-	return am < bm || am == bm && an < bn
 }
 
 // YAML is the program as a scenario file named name, which includes the
