@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +11,6 @@ import (
 
 	"napilab/internal/wire"
 	"napilab/results"
-	"napilab/runner/vm"
 	"napilab/scenarios"
 )
 
@@ -20,25 +18,6 @@ import (
 // takes: a deadline miss nothing pins on the kernel, QEMU killed by a
 // signal, a probe registration that never returns, a guest that floods its
 // samples, QEMU flooding its stderr, a result that could not be saved.
-
-// endedVM is a QEMU that has ended as sh did (a fake QEMU: a shell script
-// that prints a kernel's first line, then runs sh).
-func endedVM(t *testing.T, sh string) *qemuGuest {
-	t.Helper()
-	fake := filepath.Join(t.TempDir(), "qemu")
-	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho '[    1.0] Linux version 6.1'\n"+sh+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	g := &qemuGuest{console: newConsole(io.Discard)}
-	q := &vm.QEMU{Binary: fake, Accel: "tcg", CPUs: 1, MemoryMB: 64, Kernel: "bzImage", Initrd: "initrd", AsCaller: true}
-	v, err := q.Start(g.console.copy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.vm = v
-	<-v.Done()
-	return g
-}
 
 // TestQEMUKilledIsNoGuestDeath: the agent's channel closing because QEMU
 // was killed (the OOM killer's SIGKILL, the seccomp filter's SIGSYS) or
@@ -59,7 +38,7 @@ func TestQEMUKilledIsNoGuestDeath(t *testing.T) {
 			verdict: results.Error, reason: "ended from the host"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &run{cfg: Config{OutDir: t.TempDir()}, s: windowScenario(t, ""), res: &results.Result{}, guest: endedVM(t, tc.sh)}
+			r := &run{cfg: Config{OutDir: t.TempDir()}, s: windowScenario(t, ""), res: &results.Result{}, guest: fakeVMEnded(t, "[    1.0] Linux version 6.1\n", tc.sh)}
 			r.finish(&stepError{step: "flip", line: 9, err: errAgentGone})
 			if r.res.Verdict != tc.verdict || len(r.res.Reasons) == 0 || !strings.Contains(r.res.Reasons[0], tc.reason) {
 				t.Errorf("verdict %s %q, want %s naming %q", r.res.Verdict, r.res.Reasons, tc.verdict, tc.reason)
