@@ -98,10 +98,11 @@ func runExplore(cmd *cobra.Command, g *globalOptions, o *exploreOptions) error {
 	// run runs one program once.
 	run := func(p explore.Program, name string) (*results.Result, error) {
 		path := filepath.Join(o.out, "programs", name+".yaml")
-		if err := os.WriteFile(path, p.YAML(name, fmt.Sprintf("lab explore, seed %d, on %s", p.Seed, o.kernel)), 0o644); err != nil {
+		data := p.YAML(name, fmt.Sprintf("lab explore, seed %d, on %s", p.Seed, o.kernel))
+		if err := os.WriteFile(path, data, 0o644); err != nil {
 			return nil, err
 		}
-		s, err := scenarios.Open(path, nil)
+		s, err := scenarios.Parse(path, data, nil)
 		if err != nil {
 			return nil, fmt.Errorf("generated %s does not parse (a generator bug): %w", path, err)
 		}
