@@ -18,16 +18,16 @@ func TestExploreTitles(t *testing.T) {
 	if got := dedupTitle(hangIn("napi_set_threaded", "s3")); got != "hang in napi_set_threaded" {
 		t.Errorf("title %q", got)
 	}
-	for title, want := range map[string]string{
-		"hang in napi_set_threaded":                     "hang-in-napi_set_threaded",
-		"WARNING in napi_disable (net/core/dev.c:6402)": "WARNING-in-napi_disable-net-core-dev-c-6402",
-		"../../etc":                              "etc",
-		"..":                                     "finding",
-		"":                                       "finding",
-		"invariant failed: threaded-not-softirq": "invariant-failed-threaded-not-softirq",
-	} {
-		if got := slug(title); got != want {
-			t.Errorf("slug(%q) = %q, want %q", title, got, want)
-		}
+}
+
+// TestExploreOutcome: the steps the kernel refused and the calls counted
+// reach the corpus.
+func TestExploreOutcome(t *testing.T) {
+	r := &results.Result{Verdict: results.Pass,
+		Steps:    []results.Step{{Name: "s1"}, {Name: "s2.1", Tolerated: 3}},
+		Coverage: &results.Coverage{Funcs: []results.FuncCalls{{CoverFunc: results.CoverFunc{Func: "napi_disable"}, Calls: 4}}}}
+	o := outcome(r)
+	if o.Verdict != "PASS" || !o.Reached.Refused["s2.1"] || o.Reached.Refused["s1"] || o.Reached.Calls["napi_disable"] != 4 {
+		t.Errorf("outcome %+v", o)
 	}
 }

@@ -62,6 +62,7 @@ var commandStopping = map[string]stopping{
 	"lab bisect":             stopGuest,
 	"lab shell":              stopGuest,
 	"lab explore":            stopGuest,
+	"lab explore triage":     stopGuest,
 	"lab baseline record":    stopGuest,
 	"lab baseline list":      stopAtOnce,
 	"lab baseline show":      stopAtOnce,

@@ -34,6 +34,9 @@ func TestGenerateValid(t *testing.T) {
 			if rel == "6.1" && bytes.Contains(y, []byte("napi: ")) {
 				t.Fatalf("seed %d: a napi-set step on 6.1:\n%s", seed, y)
 			}
+			if napi := bytes.Contains(y, []byte("napi: ")); napi != (s.Unsupported("6.12") != "") {
+				t.Fatalf("seed %d: napi-set steps %v, but on 6.12: %q", seed, napi, s.Unsupported("6.12"))
+			}
 		}
 	}
 }
@@ -112,23 +115,32 @@ func TestNoNAPISetWhileDown(t *testing.T) {
 		t.Fatalf("linkOf read %q %q", dev, state)
 	}
 	for seed := range uint64(3000) {
-		p := Generate(seed, Options{Release: "7.3"})
-		isDown := false
-		for _, st := range p.Steps {
-			for _, br := range st.Branches {
-				if strings.HasPrefix(br.Action, "napi:") {
-					t.Fatalf("seed %d: napi-set in a parallel branch", seed)
-				}
-				if dev, state := linkOf(br.Action); dev == "eth0" && state == "down" {
-					isDown = true
-				}
+		checkRules(t, Generate(seed, Options{Release: "7.3"}))
+	}
+}
+
+// checkRules fails t when p breaks a rule of the generator: a napi-set step
+// in a branch or while eth0 is down, an inject step without the probe.
+func checkRules(t *testing.T, p Program) {
+	t.Helper()
+	isDown := false
+	for _, st := range p.Steps {
+		for _, br := range st.Branches {
+			if strings.HasPrefix(br.Action, "napi:") {
+				t.Fatalf("seed %d: napi-set in a parallel branch", p.Seed)
 			}
-			if strings.HasPrefix(st.Action, "napi:") && isDown {
-				t.Fatalf("seed %d: napi-set while eth0 is down", seed)
+			if dev, state := linkOf(br.Action); dev == "eth0" && state == "down" {
+				isDown = true
 			}
-			if dev, state := linkOf(st.Action); dev == "eth0" {
-				isDown = state == "down"
-			}
+		}
+		if strings.HasPrefix(st.Action, "napi:") && isDown {
+			t.Fatalf("seed %d: napi-set while eth0 is down", p.Seed)
+		}
+		if strings.HasPrefix(st.Action, "inject:") && p.Delay == nil {
+			t.Fatalf("seed %d: an inject step without the delay probe", p.Seed)
+		}
+		if dev, state := linkOf(st.Action); dev == "eth0" {
+			isDown = state == "down"
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 // Step is one generated timeline entry: an action, how it repeats, or
 // parallel branches.
 type Step struct {
+	Kind     string // the knob that drew it ("link"); "" in a parallel step
 	Action   string // the action's YAML, one line ("link: {dev: eth0, state: down}")
 	Repeat   string // "" once, or ", every: 50ms, count: 5"
 	Branches []Step // set: a parallel step of these
@@ -22,8 +23,20 @@ type Step struct {
 // Program is a generated scenario: the shipped NIC and veth fragments, their
 // loads started first and stopped last, and Steps between.
 type Program struct {
-	Seed  uint64
-	Steps []Step
+	Seed   uint64
+	Parent uint64 // the seed of the corpus program it was mutated from; 0: drawn afresh
+	Steps  []Step
+	// Delay is a probe that busy-waits at a function the steps reach, armed
+	// from the start; inject steps switch it. Nil: none.
+	Delay *Delay
+}
+
+// Delay is a generated race-widening probe (scenarios.Inject).
+type Delay struct {
+	At          string // a function every base has
+	Delay       string // "500us"
+	Probability string // "0.3"
+	Count       int    // most firings: Delay×Count stays under a second
 }
 
 // Options bound what Generate writes.
@@ -76,6 +89,30 @@ var knobs = []knob{
 	{"napi threaded", 2, "6.18", func(r *rand.Rand) string {
 		return fmt.Sprintf("napi: {dev: eth0, threaded: %s}", pick(r, "disabled", "enabled"))
 	}},
+	{"xps", 1, "", func(r *rand.Rand) string {
+		return fmt.Sprintf(`xps: {dev: eth0, queues: [0], cpus: ["%s"]}`, pick(r, "0", "1", "2", "3"))
+	}},
+	{"qdisc", 1, "", func(r *rand.Rand) string {
+		dev := pick(r, devs...)
+		if k := pick(r, "pfifo", "fq_codel", "pfifo_fast"); k != "pfifo_fast" {
+			return fmt.Sprintf("qdisc: {dev: %s, kind: %s, limit: %d}", dev, k, pick(r, 0, 10, 1000))
+		}
+		return fmt.Sprintf("qdisc: {dev: %s, kind: pfifo_fast}", dev)
+	}},
+	{"affinity", 1, "", func(r *rand.Rand) string {
+		// min: 0, the kthreads exist only while threaded is on; no real-time
+		// or idle policy: a starved receiver is the lab's doing, not the kernel's.
+		switch r.IntN(3) {
+		case 0:
+			return fmt.Sprintf(`sched: {task: napi/, cpus: "%s", min: 0}`, pick(r, "0", "1", "0-1"))
+		case 1:
+			return fmt.Sprintf("sched: {task: napi/, policy: %s, nice: %d, min: 0}", pick(r, "other", "batch"), pick(r, -5, 0, 19))
+		}
+		return fmt.Sprintf(`irq: {match: 'virtio[0-9]+-input\.0', cpus: "%s"}`, pick(r, "0", "1", "0-1"))
+	}},
+	{"inject", 1, "", func(r *rand.Rand) string {
+		return fmt.Sprintf("inject: {name: delay, armed: %v}", r.IntN(2) == 0)
+	}},
 	{"sleep", 2, "", func(r *rand.Rand) string {
 		return fmt.Sprintf("sleep: %dms", pick(r, 10, 50, 200))
 	}},
@@ -85,56 +122,167 @@ var knobs = []knob{
 // (a channel change while down, XDP beside GRO, ...): not findings.
 const tolerated = "[EBUSY, EINVAL, EOPNOTSUPP, ENETDOWN, EAGAIN, ENOMEM, ERANGE]"
 
+// delayAt are functions every base has (6.1-7.3, not inlined) that the
+// knobs and loads reach: a delay there widens the races between them.
+var delayAt = []string{"napi_enable", "napi_disable", "napi_complete_done", "net_rx_action", "__napi_schedule", "napi_schedule_prep"}
+
+// Watched are the NAPI functions whose calls a run counts for the corpus:
+// where the knobs and loads lead (a kernel without a symbol for one counts
+// the others).
+var Watched = []string{
+	"napi_disable", "napi_enable", "napi_complete_done", "__napi_schedule", "napi_schedule_prep",
+	"napi_threaded_poll", "napi_busy_loop", "busy_poll_stop", "process_backlog", "dev_set_threaded",
+	"napi_set_threaded", "netif_set_real_num_rx_queues", "virtnet_poll", "veth_poll", "veth_napi_del",
+}
+
+// drawer draws steps from the knobs the release has.
+type drawer struct {
+	r     *rand.Rand
+	ks    []knob
+	total int
+	delay bool // the program has a Delay: inject steps may be drawn
+}
+
+func newDrawer(r *rand.Rand, o Options, delay bool) *drawer {
+	d := &drawer{r: r, delay: delay}
+	for _, k := range knobs {
+		if k.min == "" || !scenarios.ReleaseBefore(o.Release, k.min) {
+			d.ks = append(d.ks, k)
+			d.total += k.weight
+		}
+	}
+	return d
+}
+
+// step draws one step; inBranch steps are never repeated sleeps.
+func (d *drawer) step() Step {
+	for {
+		n := d.r.IntN(d.total)
+		for _, k := range d.ks {
+			if n -= k.weight; n >= 0 {
+				continue
+			}
+			if k.name == "inject" && !d.delay {
+				break
+			}
+			st := Step{Kind: k.name, Action: k.gen(d.r)}
+			if k.name != "sleep" && d.r.IntN(4) == 0 {
+				st.Repeat = fmt.Sprintf(", every: %dms, count: %d", pick(d.r, 20, 50, 100), 2+d.r.IntN(8))
+			}
+			return st
+		}
+	}
+}
+
+// entry draws a timeline entry: a step or, one time in five, a parallel
+// step of two.
+func (d *drawer) entry() Step {
+	if d.r.IntN(5) == 0 {
+		return Step{Branches: []Step{d.step(), d.step()}}
+	}
+	return d.step()
+}
+
 // Generate writes the program of seed: deterministic for a seed and options.
 func Generate(seed uint64, o Options) Program {
 	if o.Steps <= 0 {
 		o.Steps = 8
 	}
 	r := rand.New(rand.NewPCG(seed, 0x6e617069)) // "napi"
-	var ks []knob
-	total := 0
-	for _, k := range knobs {
-		if k.min == "" || !scenarios.ReleaseBefore(o.Release, k.min) {
-			ks = append(ks, k)
-			total += k.weight
-		}
-	}
-	// down tracks the links the program took down: napi-set needs the
-	// device's NAPIs, which a down device does not list (the lab's ERROR,
-	// not the kernel's), so it is drawn only while eth0 is up, and never in
-	// a parallel branch, whose order against its sibling is unknown.
-	down := map[string]bool{}
-	one := func(branch bool) Step {
-	draw:
-		n := r.IntN(total)
-		for _, k := range ks {
-			if n -= k.weight; n < 0 {
-				if strings.HasPrefix(k.name, "napi") && (down["eth0"] || branch) {
-					goto draw
-				}
-				st := Step{Action: k.gen(r)}
-				if k.name == "link" {
-					// In a branch the order is unknown: a down counts, an up does not.
-					dev, state := linkOf(st.Action)
-					down[dev] = state == "down" || branch && down[dev]
-				}
-				if k.name != "sleep" && r.IntN(4) == 0 {
-					st.Repeat = fmt.Sprintf(", every: %dms, count: %d", pick(r, 20, 50, 100), 2+r.IntN(8))
-				}
-				return st
-			}
-		}
-		panic("unreachable")
-	}
 	p := Program{Seed: seed}
+	if r.IntN(3) == 0 {
+		p.Delay = newDelay(r)
+	}
+	d := newDrawer(r, o, p.Delay != nil)
 	for range o.Steps {
-		if r.IntN(5) == 0 {
-			p.Steps = append(p.Steps, Step{Branches: []Step{one(true), one(true)}})
+		p.Steps = append(p.Steps, d.entry())
+	}
+	return p.sane()
+}
+
+// newDelay draws a probe whose firings add up to at most half a second.
+func newDelay(r *rand.Rand) *Delay {
+	us := pick(r, 100, 500, 2000)
+	return &Delay{At: pick(r, delayAt...), Delay: fmt.Sprintf("%dus", us),
+		Probability: pick(r, "0.05", "0.3", "1"), Count: 500_000 / us}
+}
+
+// sane drops the steps the lab, not the kernel, would fail on: napi-set
+// needs the device's NAPIs, which a down device does not list, so a napi
+// step stays only while eth0 is up and never in a parallel branch (its
+// order against its sibling is unknown); inject steps need the Delay. In a
+// branch a down counts, an up does not. Generate and Mutate both end here,
+// so the rule is kept in one place.
+func (p Program) sane() Program {
+	down := map[string]bool{}
+	keep := func(st Step, branch bool) bool {
+		switch {
+		case strings.HasPrefix(st.Kind, "napi"):
+			return !down["eth0"] && !branch
+		case st.Kind == "inject":
+			return p.Delay != nil
+		case st.Kind == "link":
+			dev, state := linkOf(st.Action)
+			down[dev] = state == "down" || branch && down[dev]
+		}
+		return true
+	}
+	var steps []Step
+	for _, st := range p.Steps {
+		if len(st.Branches) == 0 {
+			if keep(st, false) {
+				steps = append(steps, st)
+			}
 			continue
 		}
-		p.Steps = append(p.Steps, one(false))
+		var brs []Step
+		for _, br := range st.Branches {
+			if keep(br, true) {
+				brs = append(brs, br)
+			}
+		}
+		switch len(brs) {
+		case 0:
+		case 1:
+			steps = append(steps, brs[0])
+		default:
+			steps = append(steps, Step{Branches: brs})
+		}
 	}
+	p.Steps = steps
 	return p
+}
+
+// needs is the oldest release that has every knob of p ("" for any).
+func (p Program) needs() string {
+	need := ""
+	for _, st := range p.flat() {
+		for _, k := range knobs {
+			if k.name == st.Kind && k.min != "" && (need == "" || scenarios.ReleaseBefore(need, k.min)) {
+				need = k.min
+			}
+		}
+	}
+	return need
+}
+
+// flat is every step of p, the branches of a parallel step in its place.
+func (p Program) flat() []Step {
+	var all []Step
+	for _, st := range p.Steps {
+		if len(st.Branches) == 0 {
+			all = append(all, st)
+		}
+		all = append(all, st.Branches...)
+	}
+	return all
+}
+
+// fits says whether every knob of p is in release (a corpus read back
+// may come from another kernel's exploration).
+func (p Program) fits(release string) bool {
+	need := p.needs()
+	return need == "" || !scenarios.ReleaseBefore(release, need)
 }
 
 // linkOf reads the device and state of a generated link step.
@@ -153,10 +301,20 @@ func (p Program) YAML(name, header string) []byte {
 		}
 	}
 	fmt.Fprintf(&b, "name: %s\n", name)
-	fmt.Fprintf(&b, "description: a random order of NAPI knobs under load (lab explore, seed %d)\n", p.Seed)
+	from := ""
+	if p.Parent != 0 {
+		from = fmt.Sprintf(", mutated from seed %d", p.Parent)
+	}
+	fmt.Fprintf(&b, "description: a random order of NAPI knobs under load (lab explore, seed %d%s)\n", p.Seed, from)
+	if need := p.needs(); need != "" {
+		fmt.Fprintf(&b, "kernel: {min: \"%s\", reason: the napi-set knobs it turns}\n", need)
+	}
 	b.WriteString("include: [fragments/nic.yaml, fragments/veth-peer.yaml]\n")
 	fmt.Fprintf(&b, "params:\n  # refusals a random order of knobs may get (not findings)\n  refusals: \"%s\"\n", tolerated)
 	b.WriteString("defaults: {deadline: 5s}\n")
+	if d := p.Delay; d != nil {
+		fmt.Fprintf(&b, "inject:\n  - {name: delay, at: %s, delay: %s, probability: %s, count: %d}\n", d.At, d.Delay, d.Probability, d.Count)
+	}
 	b.WriteString("timeline:\n  - start: [nic-udp, veth-udp]\n")
 	for i, st := range p.Steps {
 		writeStep(&b, st, fmt.Sprintf("s%d", i+1), "  ")
@@ -181,9 +339,13 @@ func writeStep(b *strings.Builder, st Step, name, indent string) {
 	fmt.Fprintf(b, "%s- {name: %s, %s%s%s}\n", indent, name, st.Action, st.Repeat, tol)
 }
 
-// Size is the program's steps, counting each parallel branch.
+// Size is the program's steps, counting each parallel branch and the delay
+// probe.
 func (p Program) Size() int {
 	n := 0
+	if p.Delay != nil {
+		n++
+	}
 	for _, st := range p.Steps {
 		n += max(1, len(st.Branches))
 	}

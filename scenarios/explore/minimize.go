@@ -9,13 +9,15 @@ type Judge func(p Program) (bool, error)
 // Minimize shrinks a failing program while judge says it still fails:
 // delta debugging over the steps (Zeller's ddmin, removing chunks, then
 // single steps), then each parallel step replaced by one of its branches or
-// by its branches in sequence, then repetitions dropped, and again from the
-// top while any of these took something away. Each distinct candidate is
-// judged once.
+// by its branches in sequence, then repetitions dropped, then the delay
+// probe with its inject steps, and again from the top while any of these
+// took something away. Each distinct candidate is judged once.
 func Minimize(p Program, judge Judge) (Program, error) {
 	seen := map[string]bool{}
+	cur := p
 	test := func(steps []Step) (bool, error) {
-		c := Program{Seed: p.Seed, Steps: steps}
+		c := cur
+		c.Steps = steps
 		key := string(c.YAML("c", ""))
 		if ok, done := seen[key]; done {
 			return ok, nil
@@ -26,21 +28,29 @@ func Minimize(p Program, judge Judge) (Program, error) {
 		}
 		return ok, err
 	}
-	steps := p.Steps
 	for {
-		before := Program{Steps: steps}.Size()
-		var err error
-		if steps, err = ddmin(steps, test); err != nil {
-			return Program{Seed: p.Seed, Steps: steps}, err
+		before := cur.Size()
+		for _, pass := range []func([]Step, func([]Step) (bool, error)) ([]Step, error){ddmin, unparallel, unrepeat} {
+			steps, err := pass(cur.Steps, test)
+			cur.Steps = steps
+			if err != nil {
+				return cur, err
+			}
 		}
-		if steps, err = unparallel(steps, test); err != nil {
-			return Program{Seed: p.Seed, Steps: steps}, err
+		if cur.Delay != nil {
+			kept := cur
+			cur.Delay = nil
+			cur = cur.sane() // test judges cur with the steps it is given
+			ok, err := test(cur.Steps)
+			if err != nil || !ok {
+				cur = kept
+			}
+			if err != nil {
+				return cur, err
+			}
 		}
-		if steps, err = unrepeat(steps, test); err != nil {
-			return Program{Seed: p.Seed, Steps: steps}, err
-		}
-		if (Program{Steps: steps}).Size() >= before {
-			return Program{Seed: p.Seed, Steps: steps}, nil
+		if cur.Size() >= before {
+			return cur, nil
 		}
 	}
 }

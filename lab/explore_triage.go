@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"napilab/kernels"
+	"napilab/results"
+	"napilab/runner"
+	"napilab/scenarios"
+	"napilab/scenarios/explore"
+)
+
+type triageOptions struct {
+	kernels  []string
+	runs     int
+	out      string
+	makeJobs int
+}
+
+func newTriageCmd(g *globalOptions) *cobra.Command {
+	o := &triageOptions{}
+	cmd := &cobra.Command{
+		Use:   "triage FINDING --kernel SPEC...",
+		Short: "Run a finding's reproducer on other kernels: which have it (a base, a fix)",
+		Long: `triage runs FINDING/minimized.yaml (a folder lab explore wrote) --runs times on
+each kernel and says on which it FAILs with the finding's title: the bases
+that have the bug, and whether a fix removes it. A kernel too old for the
+program's knobs is a SKIP. Exit code 1 when any kernel has it.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return triage(cmd, g, o, args[0]) },
+	}
+	f := cmd.Flags()
+	f.StringArrayVarP(&o.kernels, "kernel", "k", nil, "kernel spec (repeatable)")
+	f.IntVar(&o.runs, "runs", 3, "runs of the reproducer on each kernel")
+	f.StringVarP(&o.out, "out", "o", "", "folder for the run folders (default FINDING/triage)")
+	f.IntVar(&o.makeJobs, "make-jobs", 0, "make -j for kernel builds (0: the CPUs)")
+	cmd.MarkFlagRequired("kernel")
+	return cmd
+}
+
+func triage(cmd *cobra.Command, g *globalOptions, o *triageOptions, dir string) error {
+	ctx := cmd.Context()
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	var f explore.Finding
+	data, err := os.ReadFile(filepath.Join(dir, "finding.json"))
+	if err == nil {
+		err = json.Unmarshal(data, &f)
+	}
+	if err != nil {
+		return fmt.Errorf("%s is not a finding folder of lab explore: %w", dir, err)
+	}
+	path := filepath.Join(dir, "minimized.yaml")
+	s, err := scenarios.Open(path, nil)
+	if err != nil {
+		return err
+	}
+	if o.out == "" {
+		o.out = filepath.Join(dir, "triage")
+	}
+	gs := newGuests(g, o.makeJobs, stderr)
+	gs.noCover = true
+	defer gs.release()
+	fmt.Fprintf(stdout, "%s (%s)\n", f.Title, path)
+	has := false
+	for _, k := range o.kernels {
+		spec, err := kernels.LoadSpec(k)
+		if err != nil {
+			return err
+		}
+		cfg, err := gs.config(ctx, k, s)
+		if err != nil {
+			fmt.Fprintf(stdout, "  %-28s ERROR: %v\n", spec.Name, err)
+			continue
+		}
+		if why := s.Unsupported(cfg.Kernel.Release); why != "" {
+			fmt.Fprintf(stdout, "  %-28s SKIP (%s): %s\n", spec.Name, cfg.Kernel.Release, why)
+			continue
+		}
+		counts := map[string]int{}
+		same := 0
+		for i := range o.runs {
+			rd, err := results.NewRunDir(o.out, fmt.Sprintf("%s#%d", spec.Name, i+1))
+			if err != nil {
+				return err
+			}
+			cfg.Scenario, cfg.OutDir = s, rd
+			r := runner.Run(ctx, cfg)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			counts[string(r.Verdict)]++
+			if r.Verdict == results.Fail && dedupTitle(r) == f.Title {
+				same++
+			}
+		}
+		line := fmt.Sprintf("has it: FAIL %d/%d with this title", same, o.runs)
+		if same == 0 {
+			line = fmt.Sprintf("not seen in %d runs", o.runs)
+		}
+		has = has || same > 0
+		fmt.Fprintf(stdout, "  %-28s %s (%s)  %s\n", spec.Name, cfg.Kernel.Release, verdictCounts(counts), line)
+	}
+	if has {
+		return &exitCodeError{code: exitFail}
+	}
+	return nil
+}
+
+// verdictCounts is "2 FAIL, 1 PASS": the verdicts seen, worst first.
+func verdictCounts(counts map[string]int) string {
+	out := ""
+	for _, v := range []results.Verdict{results.Fail, results.Error, results.Inconclusive, results.Pass} {
+		if n := counts[string(v)]; n > 0 {
+			if out != "" {
+				out += ", "
+			}
+			out += fmt.Sprintf("%d %s", n, v)
+		}
+	}
+	return out
+}
