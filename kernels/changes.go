@@ -90,6 +90,17 @@ func NamedFunctions(a *Artifact, names []string) ([]Changed, error) {
 	return namedFunctions(syms, names)
 }
 
+// PresentFunctions resolves the names the kernel has symbols for and
+// leaves the others out (lab explore's watch list spans releases).
+func PresentFunctions(a *Artifact, names []string) ([]Changed, error) {
+	syms, err := functionSymbols(filepath.Join(a.Dir, VmlinuxFile))
+	if err != nil {
+		return nil, err
+	}
+	found, _, err := resolveNamed(syms, names)
+	return found, err
+}
+
 // CheckFunctionName says whether a name given by hand can be a kernel
 // function's.
 func CheckFunctionName(n string) error {
@@ -100,23 +111,31 @@ func CheckFunctionName(n string) error {
 }
 
 func namedFunctions(syms map[string]bool, names []string) ([]Changed, error) {
-	var out []Changed
-	var missing []string
+	out, missing, err := resolveNamed(syms, names)
+	if err != nil {
+		return nil, err
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("cover %s: the kernel has no function symbol of that name (inlined everywhere or not built): name its callers", strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+// resolveNamed splits names into those with symbols that count their calls
+// and those without.
+func resolveNamed(syms map[string]bool, names []string) (found []Changed, missing []string, err error) {
 	for _, n := range names {
 		if err := CheckFunctionName(n); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		c := probesFor(patches.Change{Func: n}, syms, "")
 		if len(c.Probes) == 0 {
 			missing = append(missing, n)
 			continue
 		}
-		out = append(out, c)
+		found = append(found, c)
 	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("cover %s: the kernel has no function symbol of that name (inlined everywhere or not built): name its callers", strings.Join(missing, ", "))
-	}
-	return out, nil
+	return found, missing, nil
 }
 
 // probesFor finds the symbols that count a changed function's calls.

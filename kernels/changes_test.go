@@ -90,4 +90,12 @@ func TestNamedFunctions(t *testing.T) {
 			t.Errorf("%q: %v, want %q", name, err, want)
 		}
 	}
+	// lab explore's list spans releases: the missing are left out, a bad name is still an error.
+	found, missing, err := resolveNamed(syms, []string{"napi_thread_wait", "napi_enable"})
+	if err != nil || len(found) != 1 || found[0].Func != "napi_enable" || !slices.Equal(missing, []string{"napi_thread_wait"}) {
+		t.Errorf("resolveNamed: %+v, %v, %v", found, missing, err)
+	}
+	if _, _, err := resolveNamed(syms, []string{"../x"}); err == nil {
+		t.Error("resolveNamed took a path for a name")
+	}
 }

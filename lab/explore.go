@@ -91,7 +91,10 @@ func runExplore(cmd *cobra.Command, g *globalOptions, o *exploreOptions) error {
 		return err
 	}
 	// Count the calls of the NAPI functions this kernel has symbols for.
-	watched, _ := kernels.NamedFunctions(kern, explore.Watched)
+	watched, err := kernels.PresentFunctions(kern, explore.Watched)
+	if err != nil {
+		return err
+	}
 	for _, c := range watched {
 		gs.coverFns = append(gs.coverFns, c.Func)
 	}
