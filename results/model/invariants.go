@@ -262,7 +262,7 @@ type Record struct {
 // outcome for every rule whose state the run reached (a rule never
 // exercised is left out).
 func Check(rec Record, rules []*Rule) []Outcome {
-	knobs, snaps, loads := rec.Knobs, rec.Snaps, rec.Loads
+	knobs, snaps, loads := rec.Knobs, named(rec.Snaps), rec.Loads
 	rules = slices.DeleteFunc(slices.Clone(rules), func(r *Rule) bool { return r.kernel != nil && !r.kernel(rec.Kernel) })
 	outs := make([]Outcome, len(rules))
 	judged := make([]map[NAPI]bool, len(rules))

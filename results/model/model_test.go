@@ -326,3 +326,42 @@ func TestRacingLinkChanges(t *testing.T) {
 		t.Error("a later link change does not settle the link again")
 	}
 }
+
+// TestRenamedNAPIIsOneCounter: the agent names a NAPI by its address until
+// it knows the queue (rx@a9b800, then rx-0). Its softirq polls from before
+// threaded=1 are not polls of the window where the name changed (rr-tail
+// on stock-6.1: "3 softirq polls, 4.09s after threaded=1").
+func TestRenamedNAPIIsOneCounter(t *testing.T) {
+	knobs := []results.Knob{{Step: "flip", Line: 7, Start: 1.0, Done: 1.05, Dev: "vcli", Kind: results.KnobThreaded, Value: "1"}}
+	s := snaps(5, func(x float64) []metrics.PollLine {
+		if x < 4 {
+			return []metrics.PollLine{line("vcli", "rx@a9b800", "softirq", 0, 3)}
+		}
+		return []metrics.PollLine{line("vcli", "rx-0", "softirq", 0, 3), line("vcli", "rx-0", "kthread", 1, 1)}
+	})
+	o := outcome(t, Check(Record{Knobs: knobs, Snaps: s}, rules), "threaded-not-softirq")
+	if len(o.Broken) != 0 {
+		t.Fatalf("the rename was read as softirq polls: %+v", o.Broken)
+	}
+	if s[0].Lines[0].NAPI != "rx@a9b800" {
+		t.Error("Check changed the record's snapshots")
+	}
+	// A NAPI that really polls from softirq after its rename still breaks it.
+	s = snaps(5, func(x float64) []metrics.PollLine {
+		if x < 4 {
+			return []metrics.PollLine{line("vcli", "rx@a9b800", "softirq", 0, 3)}
+		}
+		return []metrics.PollLine{line("vcli", "rx-0", "softirq", 0, 3+uint64((x-3.9)*100))}
+	})
+	if o := outcome(t, Check(Record{Knobs: knobs, Snaps: s}, rules), "threaded-not-softirq"); len(o.Broken) == 0 {
+		t.Error("softirq polls after the rename were not seen")
+	}
+	// Two new NAPIs that could be it: no guess.
+	two := []Snapshot{
+		{From: 0, To: 0, Lines: []metrics.PollLine{line("vcli", "rx@1", "softirq", 0, 3)}},
+		{From: 1, To: 1, Lines: []metrics.PollLine{line("vcli", "rx-0", "softirq", 0, 3), line("vcli", "rx-1", "softirq", 0, 3)}},
+	}
+	if got := named(two); got[0].Lines[0].NAPI != "rx@1" {
+		t.Errorf("renamed to %s with two candidates", got[0].Lines[0].NAPI)
+	}
+}
