@@ -184,9 +184,9 @@ func recordBaseline(cmd *cobra.Command, g *globalOptions, o *baselineOptions, fi
 		return err
 	}
 	gs := newGuests(g, 0, stderr)
-	gs.noCover = true // probes would be in the figures
-	defer gs.release()
-	if gs.flavour, err = kernels.ParseFlavour(o.flavour); err != nil {
+	gs.NoCover = true // probes would be in the figures
+	defer gs.Release()
+	if gs.Flavour, err = kernels.ParseFlavour(o.flavour); err != nil {
 		return err
 	}
 	arm, err := side(cmd, gs, o.kernel, file, o.params, nil, o.accel, "r")

@@ -18,6 +18,7 @@ import (
 	"napilab/patches"
 	"napilab/results"
 	"napilab/runner"
+	"napilab/runner/campaign"
 	"napilab/scenarios"
 )
 
@@ -158,7 +159,7 @@ func newBisector(cmd *cobra.Command, g *globalOptions, o *bisectOptions, file st
 
 // config is the run configuration of the scenario on a built kernel.
 func (b *bisector) config(spec *kernels.Spec, a *kernels.Artifact) runner.Config {
-	cfg := guestConfig(b.specPath, spec, a, b.img)
+	cfg := campaign.GuestConfig(b.specPath, spec, a, b.img)
 	cfg.Scenario, cfg.Accel, cfg.Params = b.s, b.o.accel, b.params
 	return cfg
 }

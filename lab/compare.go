@@ -14,6 +14,7 @@ import (
 	"napilab/results/report"
 	"napilab/results/stats"
 	"napilab/runner"
+	"napilab/runner/campaign"
 	"napilab/scenarios"
 )
 
@@ -63,7 +64,7 @@ The table is also written as compare.json and compare.md in the comparison folde
 }
 
 // side resolves one arm: its kernel, scenario and run configuration.
-func side(cmd *cobra.Command, gs *guests, kernel string, file string, common, own []string, accel, tag string) (runner.Arm, error) {
+func side(cmd *cobra.Command, gs *campaign.Guests, kernel string, file string, common, own []string, accel, tag string) (runner.Arm, error) {
 	params, err := parseParams(append(append([]string{}, common...), own...))
 	if err != nil {
 		return runner.Arm{}, err
@@ -72,11 +73,11 @@ func side(cmd *cobra.Command, gs *guests, kernel string, file string, common, ow
 	if err != nil {
 		return runner.Arm{}, err
 	}
-	cfg, err := gs.config(cmd.Context(), kernel, s)
+	cfg, err := gs.Config(cmd.Context(), kernel, s)
 	if err != nil {
 		return runner.Arm{}, err
 	}
-	if s, params, err = forKernel(cfg, s, params); err != nil {
+	if s, params, err = campaign.ForKernel(cfg, s, params); err != nil {
 		return runner.Arm{}, err
 	}
 	label := cfg.Kernel.Spec
@@ -108,11 +109,11 @@ func compare(cmd *cobra.Command, g *globalOptions, o *compareOptions, file strin
 	var arms [2]runner.Arm
 	for i, tag := range []string{"a", "b"} {
 		gs := newGuests(g, 0, cmd.ErrOrStderr())
-		gs.noCover = true // probes would be in the figures
-		gs.flavour = fa
+		gs.NoCover = true // probes would be in the figures
+		gs.Flavour = fa
 		own := o.aParams
 		if tag == "b" {
-			own, gs.flavour = o.bParams, fa.Join(fb)
+			own, gs.Flavour = o.bParams, fa.Join(fb)
 		}
 		arm, err := side(cmd, gs, o.kernels[i], file, o.params, own, o.accel, tag)
 		if err != nil {

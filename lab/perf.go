@@ -17,6 +17,7 @@ import (
 	"napilab/results/report"
 	"napilab/results/stats"
 	"napilab/runner"
+	"napilab/runner/campaign"
 	"napilab/scenarios"
 )
 
@@ -27,21 +28,6 @@ const defaultBaselines = "results/baselines"
 // errOwnBaseline: the kernel under test is the perf scenario's baseline, so
 // there is nothing to compare.
 var errOwnBaseline = errors.New("the kernel is its own baseline")
-
-// perfOptions are the lab run flags a perf scenario reads.
-type perfOptions struct {
-	againstBaseline bool   // use a fitting stored baseline instead of running A
-	baselines       string // the stored baselines' folder
-	seed            int64  // bootstrap seed
-}
-
-// perfJob is one perf scenario on one kernel under test (side B).
-type perfJob struct {
-	s      *scenarios.Scenario
-	params map[string]string
-	kpath  string
-	b      runner.Config
-}
 
 // budgets converts the budgets that hold in the scenario's perf mode.
 func budgets(s *scenarios.Scenario) []stats.Budget {
@@ -108,30 +94,6 @@ func (mt modeTable) print(w io.Writer) {
 	}
 }
 
-// perfName names a perf scenario with its mode: "udp-flood [threaded]".
-func perfName(s *scenarios.Scenario) string {
-	if m := s.Mode(); m != "" {
-		return s.Name + " [" + m + "]"
-	}
-	return s.Name
-}
-
-// modesOn says whether a perf scenario in its mode runs on a kernel whose
-// spec lists modes: a mode the series is about, or every mode when it names
-// none of the scenario's.
-func modesOn(s *scenarios.Scenario, specModes []string) bool {
-	mode := s.Mode()
-	if mode == "" || len(specModes) == 0 || slices.Contains(specModes, mode) {
-		return true
-	}
-	for _, m := range s.ModeNames() {
-		if slices.Contains(specModes, m) {
-			return false
-		}
-	}
-	return true
-}
-
 // baselineKernel resolves perf.baseline for the kernel spec at kpath: the
 // spec of side A, or the name of a stored baseline.
 func baselineKernel(s *scenarios.Scenario, kpath string) (spec, stored string, err error) {
@@ -170,18 +132,18 @@ func fileExists(p string) bool {
 // each, then checks the budgets. Its verdict is the worst of the runs'
 // (a splat or a failed assertion is a FAIL whatever the numbers) and the
 // budgets'.
-func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log io.Writer, rc reach, modes modeTable) results.Verdict {
-	s := j.s
-	name := fmt.Sprintf("perf %s on %s", perfName(s), j.b.Kernel.Spec)
+func runPerf(ctx context.Context, gs *campaign.Guests, j campaign.PerfJob, o *campaign.RunOptions, out, log io.Writer, rc reach, modes modeTable) results.Verdict {
+	s := j.Scenario
+	name := fmt.Sprintf("perf %s on %s", campaign.PerfName(s), j.B.Kernel.Spec)
 	fail := func(v results.Verdict, format string, a ...any) results.Verdict {
 		fmt.Fprintf(out, "%s  %s: %s\n", v, name, fmt.Sprintf(format, a...))
 		return v
 	}
-	host, err := runner.HostClass(ctx, o.accel)
+	host, err := runner.HostClass(ctx, o.Accel)
 	if err != nil {
 		return fail(results.Error, "%v", err)
 	}
-	aPath, stored, err := baselineKernel(s, j.kpath)
+	aPath, stored, err := baselineKernel(s, j.KPath)
 	if errors.Is(err, errOwnBaseline) {
 		fmt.Fprintf(out, "SKIP  %s: %v\n", name, err)
 		return results.Pass
@@ -191,15 +153,15 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 	}
 	var saved *stats.Baseline
 	var list []*stats.Baseline
-	if stored != "" || o.perf.againstBaseline {
-		if list, err = stats.LoadBaselines(o.perf.baselines); err != nil {
+	if stored != "" || o.Perf.AgainstBaseline {
+		if list, err = stats.LoadBaselines(o.Perf.Baselines); err != nil {
 			return fail(results.Error, "%v", err)
 		}
 	}
 	// The measured runs count no calls (probes cost time on one side
 	// only); one more run of B counts them after the budgets are checked.
-	covered := j.b
-	bArm := runner.Arm{Label: j.b.Kernel.Spec, Tag: "b", Cfg: j.b}
+	covered := j.B
+	bArm := runner.Arm{Label: j.B.Kernel.Spec, Tag: "b", Cfg: j.B}
 	bArm.Cfg.Cover = nil
 	var arms []runner.Arm
 	aLabel := ""
@@ -212,30 +174,30 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 		}
 		if saved == nil {
 			if why == nil {
-				why = []string{fmt.Sprintf("no stored baseline %q in %s (lab baseline list)", stored, o.perf.baselines)}
+				why = []string{fmt.Sprintf("no stored baseline %q in %s (lab baseline list)", stored, o.Perf.Baselines)}
 			}
 			return fail(results.Error, "perf.baseline %s does not fit: %s", stored, strings.Join(why, "; "))
 		}
 		aLabel = saved.Kernel.Spec + " (stored " + saved.Name + ")"
 	} else {
-		a, err := gs.config(ctx, aPath, s)
+		a, err := gs.Config(ctx, aPath, s)
 		if err != nil {
 			return fail(results.Error, "baseline kernel %s: %v", aPath, err)
 		}
-		if a.Kernel.Key == j.b.Kernel.Key {
+		if a.Kernel.Key == j.B.Kernel.Key {
 			fmt.Fprintf(out, "SKIP  %s: %v (%s has the same content key)\n", name, errOwnBaseline, aPath)
 			return results.Pass
 		}
-		a.Scenario, a.Accel, a.Params, a.NoPolls = j.b.Scenario, j.b.Accel, j.b.Params, j.b.NoPolls
+		a.Scenario, a.Accel, a.Params, a.NoPolls = j.B.Scenario, j.B.Accel, j.B.Params, j.B.NoPolls
 		a.Cover = nil
 		aLabel = a.Kernel.Spec
-		if o.perf.againstBaseline {
+		if o.Perf.AgainstBaseline {
 			var why []string
 			saved, why = stats.FindBaseline(list, "", a.Kernel.Key, s.MeasureHash, host)
 			if saved != nil {
 				aLabel += " (stored " + saved.Name + ")"
 			} else {
-				fmt.Fprintf(log, "%s: no fitting stored baseline in %s, running %s: %s\n", name, o.perf.baselines, a.Kernel.Spec, orNone(why))
+				fmt.Fprintf(log, "%s: no fitting stored baseline in %s, running %s: %s\n", name, o.Perf.Baselines, a.Kernel.Spec, orNone(why))
 			}
 		}
 		if saved == nil {
@@ -246,7 +208,7 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 		bArm.Label += " (B)"
 	}
 	arms = append(arms, bArm)
-	dir, err := results.NewRunDir(o.out, "perf-"+strings.ReplaceAll(perfName(s), " ", "")+"@"+j.b.Kernel.Spec+paramSuffix(j.params))
+	dir, err := results.NewRunDir(o.Out, "perf-"+strings.ReplaceAll(campaign.PerfName(s), " ", "")+"@"+j.B.Kernel.Spec+campaign.ParamSuffix(j.Params))
 	if err != nil {
 		return fail(results.Error, "%v", err)
 	}
@@ -273,7 +235,7 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 				samples = append(samples, x)
 			}
 		}
-		return stats.CheckBudgets(aLabel, bArm.Label, samples, budgets(s), s.Perf.Alpha, o.perf.seed)
+		return stats.CheckBudgets(aLabel, bArm.Label, samples, budgets(s), s.Perf.Alpha, o.Perf.Seed)
 	}
 	pc := check()
 	n := s.Perf.Repeat
@@ -293,7 +255,7 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 		pc = check()
 	}
 	pc.Mode, pc.Params = mode, params
-	modes.add(s.Name, j.b.Kernel.Spec, mode, v0(pc.Verdict, worst), pc)
+	modes.add(s.Name, j.B.Kernel.Spec, mode, v0(pc.Verdict, worst), pc)
 	if err := writePerf(dir, pc, runs[aLabel], runs[bArm.Label]); err != nil {
 		fmt.Fprintf(log, "note: perf reports not written: %v\n", err)
 	}
@@ -302,7 +264,7 @@ func runPerf(ctx context.Context, gs *guests, j perfJob, o *runOptions, out, log
 		v = worst
 	}
 	cov := perfCoverage(ctx, covered, dir, n+1, log)
-	rc.add(j.b.Kernel.Spec, cov)
+	rc.add(j.B.Kernel.Spec, cov)
 	shown := string(v)
 	if v == results.Pass && cov.NotExercised() {
 		shown += ", not exercised"
