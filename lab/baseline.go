@@ -18,6 +18,10 @@ import (
 	"napilab/runner"
 )
 
+// defaultBaselines is where stored baselines live unless --baselines says
+// otherwise: a folder of JSON files meant to be committed.
+const defaultBaselines = "results/baselines"
+
 type baselineOptions struct {
 	dir     string
 	kernel  string

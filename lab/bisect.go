@@ -76,17 +76,6 @@ once, each candidate as often, and a candidate is bad when M moved past its budg
 	return cmd
 }
 
-// candidates are what a bisect cuts: the prefixes of a series or the
-// commits of a range. Candidate 0 is the good end, count() the bad one.
-type candidates interface {
-	// count is the number of candidates after the good end.
-	count() int
-	// label names candidate k in the log: "patches 1..k", "commit 1a2b3c4d5e6f (k/n)".
-	label(k int) string
-	// print says where the first bad candidate is.
-	print(w io.Writer, res runner.BisectResult)
-}
-
 // bisector holds what every step of a bisect shares.
 type bisector struct {
 	g        *globalOptions
@@ -211,45 +200,45 @@ func (b *bisector) runs(ctx context.Context, label, dir string, spec *kernels.Sp
 // search checks the ends (the bad one first: it is the likelier to be
 // wrong), bisects between them, logging each step, and prints the answer.
 // what names the candidates in errors ("series", "range").
-func search(c candidates, what string, runs int, test func(k int) (runner.Outcome, error), stdout, log io.Writer) (runner.BisectResult, error) {
+func search(c campaign.Candidates, what string, runs int, test func(k int) (runner.Outcome, error), stdout, log io.Writer) (runner.BisectResult, error) {
 	logged := func(k int) (runner.Outcome, error) {
 		oc, err := test(k)
 		if err == nil {
-			fmt.Fprintf(log, "%s: %s\n", c.label(k), oc)
+			fmt.Fprintf(log, "%s: %s\n", c.Label(k), oc)
 		}
 		return oc, err
 	}
-	n := c.count()
+	n := c.Count()
 	switch oc, err := logged(n); {
 	case err != nil:
 		return runner.BisectResult{}, err
 	case oc == runner.Skip:
-		return runner.BisectResult{}, &exitCodeError{code: exitError, err: fmt.Errorf("the bad end of the %s (%s) does not build or boot: nothing to bisect", what, c.label(n))}
+		return runner.BisectResult{}, &exitCodeError{code: exitError, err: fmt.Errorf("the bad end of the %s (%s) does not build or boot: nothing to bisect", what, c.Label(n))}
 	case oc == runner.Good:
-		return runner.BisectResult{}, &exitCodeError{code: exitError, err: fmt.Errorf("the bad end of the %s (%s) passed %d runs: nothing to bisect", what, c.label(n), runs)}
+		return runner.BisectResult{}, &exitCodeError{code: exitError, err: fmt.Errorf("the bad end of the %s (%s) passed %d runs: nothing to bisect", what, c.Label(n), runs)}
 	}
 	switch oc, err := logged(0); {
 	case err != nil:
 		return runner.BisectResult{}, err
 	case oc == runner.Skip:
-		return runner.BisectResult{}, &exitCodeError{code: exitError, err: fmt.Errorf("the good end of the %s (%s) does not build or boot", what, c.label(0))}
+		return runner.BisectResult{}, &exitCodeError{code: exitError, err: fmt.Errorf("the good end of the %s (%s) does not build or boot", what, c.Label(0))}
 	case oc == runner.Bad:
-		return runner.BisectResult{}, &exitCodeError{code: exitError, err: fmt.Errorf("the good end of the %s (%s) already fails the scenario", what, c.label(0))}
+		return runner.BisectResult{}, &exitCodeError{code: exitError, err: fmt.Errorf("the good end of the %s (%s) already fails the scenario", what, c.Label(0))}
 	}
 	res, err := runner.Bisect(n, logged, nil)
 	if err != nil {
 		return res, err
 	}
-	c.print(stdout, res)
+	c.Print(stdout, res)
 	return res, nil
 }
 
 // seriesCandidates are the prefixes of a series.
 type seriesCandidates struct{ series *patches.Series }
 
-func (c seriesCandidates) count() int         { return len(c.series.Patches) }
-func (c seriesCandidates) label(k int) string { return fmt.Sprintf("patches 1..%d", k) }
-func (c seriesCandidates) print(w io.Writer, res runner.BisectResult) {
+func (c seriesCandidates) Count() int         { return len(c.series.Patches) }
+func (c seriesCandidates) Label(k int) string { return fmt.Sprintf("patches 1..%d", k) }
+func (c seriesCandidates) Print(w io.Writer, res runner.BisectResult) {
 	printBisect(w, c.series, res)
 }
 
@@ -292,21 +281,21 @@ func bisectSeries(cmd *cobra.Command, b *bisector) error {
 		if k == 0 {
 			spec = base
 		}
-		a, err := b.build(ctx, c.label(k), spec)
+		a, err := b.build(ctx, c.Label(k), spec)
 		if a == nil {
 			return nil, nil, err
 		}
 		return spec.Flavoured(b.fl), a, nil
 	}
 	if o.metric != "" {
-		return perfBisect(cmd, o, b.s, c, build, func(k int) string { return filepath.Join(b.out, fmt.Sprintf("k%d", k)) }, b.config, b.start)
+		return campaign.PerfBisect(ctx, b.s, o.metric, c, build, func(k int) string { return filepath.Join(b.out, fmt.Sprintf("k%d", k)) }, b.config, b.start, cmd.OutOrStdout(), b.stderr)
 	}
 	test := func(k int) (runner.Outcome, error) {
 		spec, a, err := build(k)
 		if err != nil || spec == nil {
 			return runner.Skip, err
 		}
-		return b.runs(ctx, c.label(k), fmt.Sprintf("k%d", k), spec, a)
+		return b.runs(ctx, c.Label(k), fmt.Sprintf("k%d", k), spec, a)
 	}
 	if _, err := search(c, "series", o.runs, test, cmd.OutOrStdout(), b.stderr); err != nil {
 		return err

@@ -11,18 +11,19 @@ import (
 	"napilab/kernels"
 	"napilab/results"
 	"napilab/runner"
+	"napilab/runner/campaign"
 )
 
 // commitCandidates are the commits of a range, the good end first.
 type commitCandidates struct{ commits []kernels.Commit }
 
-func (c commitCandidates) count() int { return len(c.commits) - 1 }
+func (c commitCandidates) Count() int { return len(c.commits) - 1 }
 
-func (c commitCandidates) label(k int) string {
-	return fmt.Sprintf("commit %.12s (%d/%d)", c.commits[k].ID, k, c.count())
+func (c commitCandidates) Label(k int) string {
+	return fmt.Sprintf("commit %.12s (%d/%d)", c.commits[k].ID, k, c.Count())
 }
 
-func (c commitCandidates) print(w io.Writer, res runner.BisectResult) {
+func (c commitCandidates) Print(w io.Writer, res runner.BisectResult) {
 	if res.First == res.Last {
 		cm := c.commits[res.First]
 		fmt.Fprintf(w, "first bad commit: %s %s\n", cm.ID, cm.Subject)
@@ -46,10 +47,10 @@ func bisectCommits(cmd *cobra.Command, b *bisector) error {
 		return err
 	}
 	c := commitCandidates{commits}
-	if c.count() == 0 {
+	if c.Count() == 0 {
 		return fmt.Errorf("%s..%s holds no commit: nothing to bisect", o.good, o.bad)
 	}
-	fmt.Fprintf(b.stderr, "bisecting %d commits of %s..%s (first parents), about %d steps\n", c.count(), o.good, o.bad, steps(c.count()))
+	fmt.Fprintf(b.stderr, "bisecting %d commits of %s..%s (first parents), about %d steps\n", c.Count(), o.good, o.bad, steps(c.Count()))
 	tree := o.tree
 	tree.rev = commits[len(commits)-1].ID
 	if tree.name == "" {
@@ -73,24 +74,24 @@ func bisectCommits(cmd *cobra.Command, b *bisector) error {
 			return nil, nil, err
 		}
 		if why := b.s.Unsupported(release); why != "" {
-			fmt.Fprintf(b.stderr, "%s: release %s, skipped: %s\n", c.label(k), release, why)
+			fmt.Fprintf(b.stderr, "%s: release %s, skipped: %s\n", c.Label(k), release, why)
 			return nil, nil, nil
 		}
-		a, err := b.build(ctx, c.label(k), at)
+		a, err := b.build(ctx, c.Label(k), at)
 		if a == nil {
 			return nil, nil, err
 		}
 		return at.Flavoured(b.fl), a, nil
 	}
 	if o.metric != "" {
-		return perfBisect(cmd, o, b.s, c, build, func(k int) string { return filepath.Join(b.out, fmt.Sprintf("c%d", k)) }, b.config, b.start)
+		return campaign.PerfBisect(ctx, b.s, o.metric, c, build, func(k int) string { return filepath.Join(b.out, fmt.Sprintf("c%d", k)) }, b.config, b.start, cmd.OutOrStdout(), b.stderr)
 	}
 	test := func(k int) (runner.Outcome, error) {
 		at, a, err := build(k)
 		if err != nil || at == nil {
 			return runner.Skip, err
 		}
-		return b.runs(ctx, c.label(k), fmt.Sprintf("c%d-%.12s", k, commits[k].ID), at, a)
+		return b.runs(ctx, c.Label(k), fmt.Sprintf("c%d-%.12s", k, commits[k].ID), at, a)
 	}
 	if _, err := search(c, "range", o.runs, test, cmd.OutOrStdout(), b.stderr); err != nil {
 		return err

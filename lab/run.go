@@ -187,8 +187,8 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []campaig
 		}
 	}
 	defer rc.print(out)
-	modes := modeTable{}
-	defer modes.print(out)
+	perf := &campaign.Perf{Options: &o.RunOptions, Config: gs.Config, Out: out, Log: stderr, Modes: campaign.ModeTable{}}
+	defer perf.Modes.Print(out)
 	if pl.Worst.Worse(worst) {
 		worst = pl.Worst
 	}
@@ -200,7 +200,9 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []campaig
 		if ctx.Err() != nil {
 			continue
 		}
-		if v := runPerf(ctx, gs, j, &o.RunOptions, out, stderr, rc, modes); v.Worse(worst) {
+		v, cov := perf.Run(ctx, j)
+		rc.add(j.B.Kernel.Spec, cov)
+		if v.Worse(worst) {
 			worst = v
 		}
 	}
@@ -238,29 +240,6 @@ func printFlakes(w io.Writer, groups map[string][]*results.Result) {
 			fmt.Fprintf(w, "    %3d x %s\n", f.Titles[t], t)
 		}
 	}
-}
-
-// coverageLine says which of the series' functions the run reached.
-func coverageLine(c *results.Coverage) string {
-	if c == nil {
-		return ""
-	}
-	var parts []string
-	for _, f := range c.Funcs {
-		switch {
-		case !f.Counted():
-			parts = append(parts, f.Func+" not counted ("+f.Why+")")
-		case f.Via == "callers":
-			parts = append(parts, fmt.Sprintf("%s at most %d (inlined; its callers %s)", f.Func, f.Calls, strings.Join(f.Probes, ", ")))
-		default:
-			parts = append(parts, fmt.Sprintf("%s %d", f.Func, f.Calls))
-		}
-	}
-	line := "series functions called: " + strings.Join(parts, ", ")
-	if c.Partial {
-		line += " (read before the timeline ended: lower bounds)"
-	}
-	return line
 }
 
 // printVerdict writes r's verdict block in one write: builds may print beside it.
@@ -318,7 +297,7 @@ func writeVerdict(w io.Writer, r *results.Result, dir string) {
 		}
 		fmt.Fprintln(w)
 	}
-	if line := coverageLine(r.Coverage); line != "" {
+	if line := campaign.CoverageLine(r.Coverage); line != "" {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 	for _, l := range r.Loads {
