@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,7 +14,6 @@ import (
 	"napilab/results/stats"
 	"napilab/runner"
 	"napilab/runner/campaign"
-	"napilab/scenarios"
 )
 
 type compareOptions struct {
@@ -63,29 +61,14 @@ The table is also written as compare.json and compare.md in the comparison folde
 	return cmd
 }
 
-// side resolves one arm: its kernel, scenario and run configuration.
+// side resolves one arm (campaign.Guests.Arm) from the parameters both
+// sides share and its own.
 func side(cmd *cobra.Command, gs *campaign.Guests, kernel string, file string, common, own []string, accel, tag string) (runner.Arm, error) {
 	params, err := parseParams(append(append([]string{}, common...), own...))
 	if err != nil {
 		return runner.Arm{}, err
 	}
-	s, err := scenarios.Open(file, params)
-	if err != nil {
-		return runner.Arm{}, err
-	}
-	cfg, err := gs.Config(cmd.Context(), kernel, s)
-	if err != nil {
-		return runner.Arm{}, err
-	}
-	if s, params, err = campaign.ForKernel(cfg, s, params); err != nil {
-		return runner.Arm{}, err
-	}
-	label := cfg.Kernel.Spec
-	if len(own) > 0 {
-		label += " " + strings.Join(own, " ")
-	}
-	cfg.Scenario, cfg.Accel, cfg.Params = s, accel, params
-	return runner.Arm{Label: label, Tag: tag, Cfg: cfg}, nil
+	return gs.Arm(cmd.Context(), kernel, file, params, own, accel, tag)
 }
 
 func compare(cmd *cobra.Command, g *globalOptions, o *compareOptions, file string) error {

@@ -141,7 +141,7 @@ func (o *runOptions) addTree(cmd *cobra.Command, g *globalOptions) error {
 
 // runPlan runs every planned scenario on every kernel of o, shard k of n.
 // Runs start as soon as their guest (kernel, flavour, image) is built,
-// while the next one builds (campaign.StreamKernels), unless --build-first;
+// while the next one builds (the campaign streams them), unless --build-first;
 // perf runs come after every build and every other run.
 func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []campaign.Planned, k, n int) error {
 	ctx := cmd.Context()

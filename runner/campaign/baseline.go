@@ -22,7 +22,7 @@ type Recorder struct {
 	Host   stats.Host
 	Log    io.Writer // a line per run
 	// Interleave runs the arm; nil means runner.Interleave (tests pass a fake).
-	Interleave func(ctx context.Context, arms []runner.Arm, dir string, from, to int, each func(runner.Arm, int, *results.Result)) (map[string][]*results.Result, error)
+	Interleave Interleaver
 }
 
 // Record runs arm Repeat times and stores the baseline; it returns it, the
@@ -39,12 +39,8 @@ func (rc *Recorder) Record(ctx context.Context, arm runner.Arm) (b *stats.Baseli
 	if dir, err = results.NewRunDir(rc.Out, "baseline-"+name); err != nil {
 		return nil, "", "", err
 	}
-	interleave := rc.Interleave
-	if interleave == nil {
-		interleave = runner.Interleave
-	}
 	arm.Label = "baseline"
-	runs, err := interleave(ctx, []runner.Arm{arm}, dir, 1, rc.Repeat, func(a runner.Arm, i int, r *results.Result) {
+	runs, err := rc.Interleave.interleave(ctx, []runner.Arm{arm}, dir, 1, rc.Repeat, func(a runner.Arm, i int, r *results.Result) {
 		fmt.Fprintf(rc.Log, "run %d/%d %s (%.1fs)\n", i, rc.Repeat, r.Verdict, r.Timings.Total)
 	})
 	if err != nil {

@@ -119,16 +119,16 @@ func (b *Bisector) runs(ctx context.Context, label, dir string, spec *kernels.Sp
 // build: with Metric a perf bisect (perfDir(k): candidate k's folder), else
 // up to Runs runs of each candidate (runDir(k): its runs' prefix). The
 // answer and the runs it took go to stdout.
-func (b *Bisector) bisect(ctx context.Context, c Candidates, what string, build BuildStep, perfDir, runDir func(k int) string, stdout io.Writer) error {
+func (b *Bisector) bisect(ctx context.Context, c candidates, what string, build buildStep, perfDir, runDir func(k int) string, stdout io.Writer) error {
 	if b.Metric != "" {
-		return PerfBisect(ctx, b.Scenario, b.Metric, c, build, func(k int) string { return filepath.Join(b.out, perfDir(k)) }, b.config, b.start, stdout, b.Log)
+		return perfBisect(ctx, b.Scenario, b.Metric, c, build, func(k int) string { return filepath.Join(b.out, perfDir(k)) }, b.config, b.start, stdout, b.Log)
 	}
 	test := func(k int) (runner.Outcome, error) {
 		spec, a, err := build(k)
 		if err != nil || spec == nil {
 			return runner.Skip, err
 		}
-		return b.runs(ctx, c.Label(k), runDir(k), spec, a)
+		return b.runs(ctx, c.label(k), runDir(k), spec, a)
 	}
 	if _, err := search(c, what, b.Runs, test, stdout, b.Log); err != nil {
 		return err
@@ -140,35 +140,35 @@ func (b *Bisector) bisect(ctx context.Context, c Candidates, what string, build 
 // search checks the ends (the bad one first: it is the likelier to be
 // wrong), bisects between them, logging each step, and prints the answer.
 // what names the candidates in errors ("series", "range").
-func search(c Candidates, what string, runs int, test func(k int) (runner.Outcome, error), stdout, log io.Writer) (runner.BisectResult, error) {
+func search(c candidates, what string, runs int, test func(k int) (runner.Outcome, error), stdout, log io.Writer) (runner.BisectResult, error) {
 	logged := func(k int) (runner.Outcome, error) {
 		oc, err := test(k)
 		if err == nil {
-			fmt.Fprintf(log, "%s: %s\n", c.Label(k), oc)
+			fmt.Fprintf(log, "%s: %s\n", c.label(k), oc)
 		}
 		return oc, err
 	}
-	n := c.Count()
+	n := c.count()
 	switch oc, err := logged(n); {
 	case err != nil:
 		return runner.BisectResult{}, err
 	case oc == runner.Skip:
-		return runner.BisectResult{}, fmt.Errorf("the bad end of the %s (%s) does not build or boot: nothing to bisect", what, c.Label(n))
+		return runner.BisectResult{}, fmt.Errorf("the bad end of the %s (%s) does not build or boot: nothing to bisect", what, c.label(n))
 	case oc == runner.Good:
-		return runner.BisectResult{}, fmt.Errorf("the bad end of the %s (%s) passed %d runs: nothing to bisect", what, c.Label(n), runs)
+		return runner.BisectResult{}, fmt.Errorf("the bad end of the %s (%s) passed %d runs: nothing to bisect", what, c.label(n), runs)
 	}
 	switch oc, err := logged(0); {
 	case err != nil:
 		return runner.BisectResult{}, err
 	case oc == runner.Skip:
-		return runner.BisectResult{}, fmt.Errorf("the good end of the %s (%s) does not build or boot", what, c.Label(0))
+		return runner.BisectResult{}, fmt.Errorf("the good end of the %s (%s) does not build or boot", what, c.label(0))
 	case oc == runner.Bad:
-		return runner.BisectResult{}, fmt.Errorf("the good end of the %s (%s) already fails the scenario", what, c.Label(0))
+		return runner.BisectResult{}, fmt.Errorf("the good end of the %s (%s) already fails the scenario", what, c.label(0))
 	}
 	res, err := runner.Bisect(n, logged, nil)
 	if err != nil {
 		return res, err
 	}
-	c.Print(stdout, res)
+	c.print(stdout, res)
 	return res, nil
 }

@@ -13,13 +13,13 @@ import (
 // commitCandidates are the commits of a range, the good end first.
 type commitCandidates struct{ commits []kernels.Commit }
 
-func (c commitCandidates) Count() int { return len(c.commits) - 1 }
+func (c commitCandidates) count() int { return len(c.commits) - 1 }
 
-func (c commitCandidates) Label(k int) string {
-	return fmt.Sprintf("commit %.12s (%d/%d)", c.commits[k].ID, k, c.Count())
+func (c commitCandidates) label(k int) string {
+	return fmt.Sprintf("commit %.12s (%d/%d)", c.commits[k].ID, k, c.count())
 }
 
-func (c commitCandidates) Print(w io.Writer, res runner.BisectResult) {
+func (c commitCandidates) print(w io.Writer, res runner.BisectResult) {
 	if res.First == res.Last {
 		cm := c.commits[res.First]
 		fmt.Fprintf(w, "first bad commit: %s %s\n", cm.ID, cm.Subject)
@@ -44,10 +44,10 @@ func (b *Bisector) Commits(ctx context.Context, repo, good, bad, out string, spe
 		return err
 	}
 	c := commitCandidates{commits}
-	if c.Count() == 0 {
+	if c.count() == 0 {
 		return fmt.Errorf("%s..%s holds no commit: nothing to bisect", good, bad)
 	}
-	fmt.Fprintf(b.Log, "bisecting %d commits of %s..%s (first parents), about %d steps\n", c.Count(), good, bad, steps(c.Count()))
+	fmt.Fprintf(b.Log, "bisecting %d commits of %s..%s (first parents), about %d steps\n", c.count(), good, bad, steps(c.count()))
 	if b.specPath, err = specPath(commits[len(commits)-1].ID); err != nil {
 		return err
 	}
@@ -66,10 +66,10 @@ func (b *Bisector) Commits(ctx context.Context, repo, good, bad, out string, spe
 			return nil, nil, err
 		}
 		if why := b.Scenario.Unsupported(release); why != "" {
-			fmt.Fprintf(b.Log, "%s: release %s, skipped: %s\n", c.Label(k), release, why)
+			fmt.Fprintf(b.Log, "%s: release %s, skipped: %s\n", c.label(k), release, why)
 			return nil, nil, nil
 		}
-		a, err := b.build(ctx, c.Label(k), at)
+		a, err := b.build(ctx, c.label(k), at)
 		if a == nil {
 			return nil, nil, err
 		}

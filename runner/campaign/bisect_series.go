@@ -18,9 +18,9 @@ import (
 // seriesCandidates are the prefixes of a series.
 type seriesCandidates struct{ series *patches.Series }
 
-func (c seriesCandidates) Count() int         { return len(c.series.Patches) }
-func (c seriesCandidates) Label(k int) string { return fmt.Sprintf("patches 1..%d", k) }
-func (c seriesCandidates) Print(w io.Writer, res runner.BisectResult) {
+func (c seriesCandidates) count() int         { return len(c.series.Patches) }
+func (c seriesCandidates) label(k int) string { return fmt.Sprintf("patches 1..%d", k) }
+func (c seriesCandidates) print(w io.Writer, res runner.BisectResult) {
 	printBisect(w, c.series, res)
 }
 
@@ -63,7 +63,7 @@ func (b *Bisector) Series(ctx context.Context, kpath, seriesPath, out string, st
 		if k == 0 {
 			spec = base
 		}
-		a, err := b.build(ctx, c.Label(k), spec)
+		a, err := b.build(ctx, c.label(k), spec)
 		if a == nil {
 			return nil, nil, err
 		}

@@ -15,8 +15,8 @@ import (
 	"napilab/scenarios"
 )
 
-// Budgets converts the budgets that hold in the scenario's perf mode.
-func Budgets(s *scenarios.Scenario) []stats.Budget {
+// budgets converts the budgets that hold in the scenario's perf mode.
+func budgets(s *scenarios.Scenario) []stats.Budget {
 	var out []stats.Budget
 	for _, b := range s.BudgetsInForce() {
 		m, drop, rise := b.Bounds()

@@ -10,7 +10,6 @@ import (
 	"napilab/results"
 	"napilab/results/stats"
 	"napilab/runner"
-	"napilab/scenarios"
 )
 
 // Perf runs the perf scenarios of a campaign: side A (the baseline kernel,
@@ -20,14 +19,14 @@ import (
 type Perf struct {
 	Options *RunOptions
 	// Config gives the guest part of side A's run configuration (Guests.Config).
-	Config   func(ctx context.Context, kpath string, s *scenarios.Scenario) (runner.Config, error)
+	Config   ConfigFunc
 	Out, Log io.Writer
 	// Modes gathers each mode's verdict, for the modes side by side.
 	Modes ModeTable
 	// Host gives this host's class; nil means runner.HostClass (tests pass a fake).
 	Host func(ctx context.Context, accel string) (stats.Host, error)
 	// Interleave runs the arms; nil means runner.Interleave (tests pass a fake).
-	Interleave func(ctx context.Context, arms []runner.Arm, dir string, from, to int, each func(runner.Arm, int, *results.Result)) (map[string][]*results.Result, error)
+	Interleave Interleaver
 }
 
 // Run runs the perf scenario of j and returns its verdict, the worst of
@@ -35,7 +34,7 @@ type Perf struct {
 // and the budgets', and what B's run with the cover probes reached.
 func (p *Perf) Run(ctx context.Context, j PerfJob) (results.Verdict, *results.Coverage) {
 	s := j.Scenario
-	name := fmt.Sprintf("perf %s on %s", PerfName(s), j.B.Kernel.Spec)
+	name := fmt.Sprintf("perf %s on %s", perfName(s), j.B.Kernel.Spec)
 	fail := func(format string, a ...any) (results.Verdict, *results.Coverage) {
 		fmt.Fprintf(p.Out, "%s  %s: %s\n", results.Error, name, fmt.Sprintf(format, a...))
 		return results.Error, nil
@@ -60,7 +59,7 @@ func (p *Perf) Run(ctx context.Context, j PerfJob) (results.Verdict, *results.Co
 		bArm.Label += " (B)"
 	}
 	arms := append(a.arms, bArm)
-	dir, err := results.NewRunDir(p.Options.Out, "perf-"+strings.ReplaceAll(PerfName(s), " ", "")+"@"+j.B.Kernel.Spec+ParamSuffix(j.Params))
+	dir, err := results.NewRunDir(p.Options.Out, "perf-"+strings.ReplaceAll(perfName(s), " ", "")+"@"+j.B.Kernel.Spec+paramSuffix(j.Params))
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -73,12 +72,12 @@ func (p *Perf) Run(ctx context.Context, j PerfJob) (results.Verdict, *results.Co
 			fmt.Fprintf(p.Out, "  run %s-%d on %s: %s %s\n", a.Tag, i, a.Label, r.Verdict, r.Title())
 		}
 	}
-	runs, err := p.interleave(ctx, arms, dir, 1, s.Perf.Repeat, each)
+	runs, err := p.Interleave.interleave(ctx, arms, dir, 1, s.Perf.Repeat, each)
 	if err != nil {
 		return fail("%v (perf folder %s)", err, dir)
 	}
 	check := func() *stats.PerfCheck {
-		return stats.CheckBudgets(a.label, bArm.Label, a.samples(runs), Budgets(s), s.Perf.Alpha, p.Options.Perf.Seed)
+		return stats.CheckBudgets(a.label, bArm.Label, a.samples(runs), budgets(s), s.Perf.Alpha, p.Options.Perf.Seed)
 	}
 	pc := check()
 	n := s.Perf.Repeat
@@ -86,7 +85,7 @@ func (p *Perf) Run(ctx context.Context, j PerfJob) (results.Verdict, *results.Co
 		// A second look at more runs: the first n runs stay, so the false
 		// FAIL rate grows a little over alpha (two looks, not one).
 		fmt.Fprintf(p.Log, "%s: INCONCLUSIVE at %d runs per side, running on to %d (perf.max_repeat)\n", name, n, more)
-		extra, err := p.interleave(ctx, arms, dir, n+1, more, each)
+		extra, err := p.Interleave.interleave(ctx, arms, dir, n+1, more, each)
 		for label, rs := range extra {
 			runs[label] = append(runs[label], rs...)
 		}
@@ -128,7 +127,7 @@ func (p *Perf) coverage(ctx context.Context, b runner.Config, dir string, i int)
 		return nil
 	}
 	arm := runner.Arm{Label: b.Kernel.Spec + " (coverage)", Tag: "cover", Cfg: b}
-	runs, err := p.interleave(ctx, []runner.Arm{arm}, dir, i, i, nil)
+	runs, err := p.Interleave.interleave(ctx, []runner.Arm{arm}, dir, i, i, nil)
 	if err != nil || len(runs[arm.Label]) == 0 {
 		fmt.Fprintf(p.Log, "coverage run of %s: %v\n", b.Kernel.Spec, err)
 		return nil
@@ -141,13 +140,6 @@ func (p *Perf) host(ctx context.Context, accel string) (stats.Host, error) {
 		return p.Host(ctx, accel)
 	}
 	return runner.HostClass(ctx, accel)
-}
-
-func (p *Perf) interleave(ctx context.Context, arms []runner.Arm, dir string, from, to int, each func(runner.Arm, int, *results.Result)) (map[string][]*results.Result, error) {
-	if p.Interleave != nil {
-		return p.Interleave(ctx, arms, dir, from, to, each)
-	}
-	return runner.Interleave(ctx, arms, dir, from, to, each)
 }
 
 // secondLook returns the runs per side to go on to when the budgets are

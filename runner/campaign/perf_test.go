@@ -50,8 +50,8 @@ func TestBaselineKernel(t *testing.T) {
 			t.Errorf("baseline %q of %s: %q, %q, %v; want %q, %q", tc.baseline, tc.kernel, spec, stored, err, tc.spec, tc.stored)
 		}
 	}
-	if _, _, err := baselineKernel(open("base"), stock); !errors.Is(err, ErrOwnBaseline) {
-		t.Errorf("a base kernel's own baseline: %v, want ErrOwnBaseline", err)
+	if _, _, err := baselineKernel(open("base"), stock); !errors.Is(err, errOwnBaseline) {
+		t.Errorf("a base kernel's own baseline: %v, want errOwnBaseline", err)
 	}
 }
 

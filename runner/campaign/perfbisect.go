@@ -14,19 +14,19 @@ import (
 	"napilab/scenarios"
 )
 
-// PerfBisect finds the first candidate (a series' prefix, a commit) that
+// perfBisect finds the first candidate (a series' prefix, a commit) that
 // moves metric past its budget: the good end runs perf.repeat times once,
 // then each probed candidate as often, and each is checked against the good
 // end as lab run checks a perf scenario. The answer goes to stdout, the
 // steps to log; dirOf(k) is candidate k's runs' folder.
-func PerfBisect(ctx context.Context, s *scenarios.Scenario, metric string, c Candidates, build BuildStep, dirOf func(k int) string,
+func perfBisect(ctx context.Context, s *scenarios.Scenario, metric string, c candidates, build buildStep, dirOf func(k int) string,
 	config func(*kernels.Spec, *kernels.Artifact) runner.Config, start time.Time, stdout, log io.Writer) error {
 	if s.Perf == nil {
 		return fmt.Errorf("%s has no perf: block: --metric needs a perf scenario with a budget on the metric", s.Path)
 	}
 	var budget *stats.Budget
 	var names []string
-	for _, b := range Budgets(s) {
+	for _, b := range budgets(s) {
 		names = append(names, b.Metric)
 		if b.Metric == metric {
 			budget = &b
@@ -55,7 +55,7 @@ func PerfBisect(ctx context.Context, s *scenarios.Scenario, metric string, c Can
 		return err
 	}
 	if baseRuns == nil {
-		return fmt.Errorf("the good end (%s) does not build", c.Label(0))
+		return fmt.Errorf("the good end (%s) does not build", c.label(0))
 	}
 	checks := map[int]stats.BudgetResult{}
 	test := func(k int) (runner.Outcome, error) {
@@ -68,11 +68,11 @@ func PerfBisect(ctx context.Context, s *scenarios.Scenario, metric string, c Can
 		}
 		for _, r := range rs {
 			if r.Verdict == results.Fail && !runner.Booted(r) {
-				fmt.Fprintf(log, "%s: the kernel does not boot, skipped\n", c.Label(k))
+				fmt.Fprintf(log, "%s: the kernel does not boot, skipped\n", c.label(k))
 				return runner.Skip, nil
 			}
 			if r.Verdict == results.Fail {
-				fmt.Fprintf(log, "%s: a run FAILed: %s\n", c.Label(k), r.Title())
+				fmt.Fprintf(log, "%s: a run FAILed: %s\n", c.label(k), r.Title())
 				return runner.Bad, nil
 			}
 		}
@@ -81,7 +81,7 @@ func PerfBisect(ctx context.Context, s *scenarios.Scenario, metric string, c Can
 			[]stats.Budget{*budget}, s.Perf.Alpha, 1)
 		br := pc.Budgets[0]
 		checks[k] = br
-		fmt.Fprintf(log, "%s: %s %s\n", c.Label(k), br.Verdict, br.Reason)
+		fmt.Fprintf(log, "%s: %s %s\n", c.label(k), br.Verdict, br.Reason)
 		switch br.Verdict {
 		case results.Fail:
 			return runner.Bad, nil
@@ -90,22 +90,22 @@ func PerfBisect(ctx context.Context, s *scenarios.Scenario, metric string, c Can
 		case results.Inconclusive:
 			return runner.Skip, nil
 		}
-		return runner.Skip, fmt.Errorf("%s: %s", c.Label(k), br.Reason)
+		return runner.Skip, fmt.Errorf("%s: %s", c.label(k), br.Reason)
 	}
-	n := c.Count()
+	n := c.count()
 	switch oc, err := test(n); {
 	case err != nil:
 		return err
 	case oc == runner.Skip:
-		return fmt.Errorf("the bad end (%s) does not build or boot, or the noise hides %s: nothing to bisect", c.Label(n), metric)
+		return fmt.Errorf("the bad end (%s) does not build or boot, or the noise hides %s: nothing to bisect", c.label(n), metric)
 	case oc == runner.Good:
-		return fmt.Errorf("the bad end (%s) keeps %s within its budget: nothing to bisect", c.Label(n), metric)
+		return fmt.Errorf("the bad end (%s) keeps %s within its budget: nothing to bisect", c.label(n), metric)
 	}
 	res, err := runner.Bisect(n, test, nil)
 	if err != nil {
 		return err
 	}
-	c.Print(stdout, res)
+	c.print(stdout, res)
 	if res.First == res.Last {
 		if br, ok := checks[res.First]; ok {
 			fmt.Fprintf(stdout, "  %s\n", br.Reason)

@@ -15,8 +15,8 @@ type PerfJob struct {
 	B        runner.Config     // side B's run configuration
 }
 
-// PerfName names a perf scenario with its mode: "udp-flood [threaded]".
-func PerfName(s *scenarios.Scenario) string {
+// perfName names a perf scenario with its mode: "udp-flood [threaded]".
+func perfName(s *scenarios.Scenario) string {
 	if m := s.Mode(); m != "" {
 		return s.Name + " [" + m + "]"
 	}

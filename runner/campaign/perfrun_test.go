@@ -28,7 +28,7 @@ type fakeArms struct {
 	cover *results.Coverage
 }
 
-func (f *fakeArms) interleave(ctx context.Context, arms []runner.Arm, dir string, from, to int, each func(runner.Arm, int, *results.Result)) (map[string][]*results.Result, error) {
+func (f *fakeArms) run(ctx context.Context, arms []runner.Arm, dir string, from, to int, each func(runner.Arm, int, *results.Result)) (map[string][]*results.Result, error) {
 	var tags []string
 	for _, a := range arms {
 		tags = append(tags, a.Tag)
@@ -59,7 +59,7 @@ func (f *fakeArms) interleave(ctx context.Context, arms []runner.Arm, dir string
 
 // perfJob is udp-flood in softirq mode on threaded-napi-6.1 (side B; its
 // baseline, side A, is stock-6.1, which config gives).
-func perfJob(t *testing.T) (PerfJob, func(context.Context, string, *scenarios.Scenario) (runner.Config, error)) {
+func perfJob(t *testing.T) (PerfJob, ConfigFunc) {
 	t.Helper()
 	s, err := scenarios.Open("../../scenarios/perf/udp-flood.yaml", nil)
 	if err != nil {
@@ -75,9 +75,9 @@ func perfJob(t *testing.T) (PerfJob, func(context.Context, string, *scenarios.Sc
 	return PerfJob{Scenario: s, KPath: "../../kernels/threaded-napi-6.1.yaml", B: b}, config
 }
 
-func newFakePerf(t *testing.T, f *fakeArms, config func(context.Context, string, *scenarios.Scenario) (runner.Config, error), out, log *bytes.Buffer) *Perf {
+func newFakePerf(t *testing.T, f *fakeArms, config ConfigFunc, out, log *bytes.Buffer) *Perf {
 	return &Perf{Options: &RunOptions{Out: t.TempDir(), Perf: PerfOptions{Seed: 1, Baselines: t.TempDir()}}, Config: config, Out: out, Log: log,
-		Modes: ModeTable{}, Interleave: f.interleave,
+		Modes: ModeTable{}, Interleave: f.run,
 		Host: func(context.Context, string) (stats.Host, error) {
 			return stats.Host{CPU: "fake", Cores: 2, QEMU: "9", Accel: "tcg"}, nil
 		}}

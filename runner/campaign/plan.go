@@ -75,8 +75,8 @@ func ExpandMatrix(fixed map[string]string, matrix []string) ([]map[string]string
 	return sets, nil
 }
 
-// ParamSuffix names a run folder after its parameters.
-func ParamSuffix(p map[string]string) string {
+// paramSuffix names a run folder after its parameters.
+func paramSuffix(p map[string]string) string {
 	keys := make([]string, 0, len(p))
 	for k := range p {
 		keys = append(keys, k)

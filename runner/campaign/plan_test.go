@@ -15,7 +15,7 @@ func TestExpandMatrix(t *testing.T) {
 		if s["period"] != "50ms" {
 			t.Errorf("fixed parameter lost: %v", s)
 		}
-		seen[ParamSuffix(s)] = true
+		seen[paramSuffix(s)] = true
 	}
 	if len(seen) != 6 || !seen["-cpus=2-period=50ms-queues=4"] {
 		t.Errorf("combinations: %v", seen)

@@ -15,16 +15,16 @@ import (
 )
 
 // Planner turns the planned scenarios into runs, one kernel at a time, for
-// StreamKernels: it builds what the kernel's scenarios need and prints the
+// streamKernels: it builds what the kernel's scenarios need and prints the
 // SKIP and ERROR lines to Out. Worst and what it keeps belong to the
 // builder goroutine until the stream is done.
 type Planner struct {
 	// Config gives the guest part of a scenario's run configuration on a
 	// kernel, building what it needs (Guests.Config; a fake in tests).
-	Config  func(ctx context.Context, kpath string, s *scenarios.Scenario) (runner.Config, error)
+	Config  ConfigFunc
 	Options *RunOptions
 	// Groups are the planned scenarios by the guest they boot, the plain
-	// kernel's first (GroupPlan): a pass of StreamKernels each.
+	// kernel's first (GroupPlan): a pass of streamKernels each.
 	Groups   [][]Planned
 	K, N     int // shard K of N
 	Parallel int // guests at once, for the runs line
@@ -41,7 +41,7 @@ type Planner struct {
 }
 
 // Pass builds the guest of group pass (see GroupPlan) on the kernel at
-// kpath and returns its runs (StreamKernels' plan).
+// kpath and returns its runs (streamKernels' plan).
 func (pl *Planner) Pass(ctx context.Context, pass int, kpath string) []runner.Job {
 	return pl.group(ctx, kpath, pl.Groups[pass])
 }
@@ -71,7 +71,7 @@ func (pl *Planner) group(ctx context.Context, kpath string, group []Planned) []r
 			fmt.Fprintf(pl.Out, "SKIP  %s on %s (%s): %s\n", p.Scenario.Name, base.Kernel.Spec, base.Kernel.Release, why)
 			continue
 		}
-		s, params, err := ForKernel(base, p.Scenario, p.Params)
+		s, params, err := forKernel(base, p.Scenario, p.Params)
 		if err != nil {
 			pl.error(p, kpath, err)
 			continue
@@ -82,7 +82,7 @@ func (pl *Planner) group(ctx context.Context, kpath string, group []Planned) []r
 		}
 		if s.Perf != nil {
 			if !modesOn(s, pl.specModes(kpath)) {
-				fmt.Fprintf(pl.Log, "%s: perf %s left out: the series is about modes %s\n", kpath, PerfName(s), strings.Join(pl.specModes(kpath), ", "))
+				fmt.Fprintf(pl.Log, "%s: perf %s left out: the series is about modes %s\n", kpath, perfName(s), strings.Join(pl.specModes(kpath), ", "))
 				continue
 			}
 			cfg := base
@@ -123,7 +123,7 @@ func (pl *Planner) specModes(kpath string) []string {
 // params) on the guest of base.
 func (pl *Planner) jobs(p Planned, s *scenarios.Scenario, params map[string]string, base runner.Config) []runner.Job {
 	o := pl.Options
-	group := fmt.Sprintf("%s@%s%s", p.Scenario.Name, base.Kernel.Spec, ParamSuffix(p.Params))
+	group := fmt.Sprintf("%s@%s%s", p.Scenario.Name, base.Kernel.Spec, paramSuffix(p.Params))
 	var jobs []runner.Job
 	for i := 1; i <= o.Repeat; i++ {
 		name := group
@@ -152,7 +152,7 @@ func (pl *Planner) jobs(p Planned, s *scenarios.Scenario, params map[string]stri
 // error prints the ERROR of a scenario whose kernel, image or scenario
 // could not be made ready for the kernel at kpath.
 func (pl *Planner) error(p Planned, kpath string, err error) {
-	fmt.Fprintf(pl.Out, "%s  %s%s on %s: %v\n", results.Error, p.Scenario.Name, ParamSuffix(p.Params), kpath, err)
+	fmt.Fprintf(pl.Out, "%s  %s%s on %s: %v\n", results.Error, p.Scenario.Name, paramSuffix(p.Params), kpath, err)
 	pl.Worst = results.Error
 }
 
@@ -165,7 +165,7 @@ func (pl *Planner) RunAll(ctx context.Context, each func(runner.Job, *results.Re
 	groups := map[string][]*results.Result{}
 	worst := results.Pass
 	o := pl.Options
-	RunStream(ctx, o.Kernels, len(pl.Groups), o.BuildFirst, pl.Pass,
+	runStream(ctx, o.Kernels, len(pl.Groups), o.BuildFirst, pl.Pass,
 		runner.StreamOptions{Parallel: pl.Parallel, UntilFail: o.UntilFail, Run: pl.Run, Each: func(j runner.Job, r *results.Result) {
 			ran[j.Cfg.OutDir] = true
 			each(j, r)

@@ -17,18 +17,25 @@ import (
 	"testing"
 )
 
-// TestPlannerFailedBuild checks that a kernel whose build fails is an ERROR
-// for each of its scenarios, perf ones included, and that the next kernel
-// still gets its runs (and its perf run, kept for after the others).
-func TestPlannerFailedBuild(t *testing.T) {
+// openPlan is the plan of the shipped scenarios named, each without parameters.
+func openPlan(t *testing.T, names ...string) []Planned {
+	t.Helper()
 	var plan []Planned
-	for _, f := range []string{"../../scenarios/napi-disable-race.yaml", "../../scenarios/perf/udp-flood.yaml"} {
-		s, err := scenarios.Open(f, nil)
+	for _, n := range names {
+		s, err := scenarios.Open("../../scenarios/"+n, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		plan = append(plan, Planned{Scenario: s, Params: map[string]string{}})
 	}
+	return plan
+}
+
+// TestPlannerFailedBuild checks that a kernel whose build fails is an ERROR
+// for each of its scenarios, perf ones included, and that the next kernel
+// still gets its runs (and its perf run, kept for after the others).
+func TestPlannerFailedBuild(t *testing.T) {
+	plan := openPlan(t, "napi-disable-race.yaml", "perf/udp-flood.yaml")
 	broken := errors.New("kernel broken-6.1: make bzImage failed with exit code 2: net/core/dev.c:1: error: boom")
 	config := func(ctx context.Context, kpath string, s *scenarios.Scenario) (runner.Config, error) {
 		if kpath == "kernels/broken-6.1.yaml" {
@@ -121,14 +128,7 @@ func TestGroupPlan(t *testing.T) {
 // checks the passes: every kernel's plain guest before any Debian one.
 func TestPlainRunsBesideFlavourBuild(t *testing.T) {
 	ctx := guard(t)
-	var plan []Planned
-	for _, f := range []string{"../../scenarios/kselftest-under-toggle.yaml", "../../scenarios/napi-disable-race.yaml"} {
-		s, err := scenarios.Open(f, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, Planned{Scenario: s, Params: map[string]string{}})
-	}
+	plan := openPlan(t, "kselftest-under-toggle.yaml", "napi-disable-race.yaml")
 	plainRunning := make(chan struct{})
 	var once sync.Once
 	var built []string // the builder goroutine's until runStream returns
@@ -150,7 +150,7 @@ func TestPlainRunsBesideFlavourBuild(t *testing.T) {
 	pl := &Planner{Config: config, Options: &RunOptions{Out: t.TempDir(), Repeat: 1}, Groups: GroupPlan(plan, gs.GuestKey),
 		K: 1, N: 1, Parallel: 1, Out: io.Discard, Log: io.Discard, Worst: results.Pass}
 	var ran []string
-	RunStream(ctx, []string{"kernels/a.yaml", "kernels/b.yaml"}, len(pl.Groups), false, pl.Pass, runner.StreamOptions{Parallel: 1, Run: run,
+	runStream(ctx, []string{"kernels/a.yaml", "kernels/b.yaml"}, len(pl.Groups), false, pl.Pass, runner.StreamOptions{Parallel: 1, Run: run,
 		Each: func(j runner.Job, _ *results.Result) { ran = append(ran, j.Name) }})
 	if ctx.Err() != nil {
 		t.Fatal("the Debian guest's build waited for a plain run that never came")

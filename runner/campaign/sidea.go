@@ -15,9 +15,9 @@ import (
 	"napilab/scenarios"
 )
 
-// ErrOwnBaseline: the kernel under test is the perf scenario's baseline, so
+// errOwnBaseline: the kernel under test is the perf scenario's baseline, so
 // there is nothing to compare.
-var ErrOwnBaseline = errors.New("the kernel is its own baseline")
+var errOwnBaseline = errors.New("the kernel is its own baseline")
 
 // sideA is what side B is measured against: the baseline kernel's runs, or
 // the samples of a stored baseline.
@@ -45,7 +45,7 @@ func (a sideA) samples(runs map[string][]*results.Result) []stats.Sample {
 func (p *Perf) sideA(ctx context.Context, j PerfJob, name string, host stats.Host) (a sideA, skip string, err error) {
 	s, o := j.Scenario, p.Options.Perf
 	aPath, stored, err := baselineKernel(s, j.KPath)
-	if errors.Is(err, ErrOwnBaseline) {
+	if errors.Is(err, errOwnBaseline) {
 		return a, err.Error(), nil
 	}
 	if err != nil {
@@ -78,7 +78,7 @@ func (p *Perf) sideA(ctx context.Context, j PerfJob, name string, host stats.Hos
 		return a, "", fmt.Errorf("baseline kernel %s: %v", aPath, err)
 	}
 	if cfg.Kernel.Key == j.B.Kernel.Key {
-		return a, fmt.Sprintf("%v (%s has the same content key)", ErrOwnBaseline, aPath), nil
+		return a, fmt.Sprintf("%v (%s has the same content key)", errOwnBaseline, aPath), nil
 	}
 	cfg.Scenario, cfg.Accel, cfg.Params, cfg.NoPolls = j.B.Scenario, j.B.Accel, j.B.Params, j.B.NoPolls
 	cfg.Cover = nil
@@ -109,7 +109,7 @@ func baselineKernel(s *scenarios.Scenario, kpath string) (spec, stored string, e
 			return "", "", err
 		}
 		if k.Extends == "" {
-			return "", "", fmt.Errorf("%w: %s extends no spec, so perf.baseline %q has nothing to compare it with", ErrOwnBaseline, k.Name, "base")
+			return "", "", fmt.Errorf("%w: %s extends no spec, so perf.baseline %q has nothing to compare it with", errOwnBaseline, k.Name, "base")
 		}
 		return k.Extends, "", nil
 	case strings.HasSuffix(want, ".yaml"):

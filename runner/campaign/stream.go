@@ -12,7 +12,7 @@ import (
 // nice 0), and the build takes what the guests leave.
 const BuildNice = 10
 
-// StreamKernels builds in one background goroutine, in passes, and sends
+// streamKernels builds in one background goroutine, in passes, and sends
 // each batch of runs on batches as soon as its guest is built, so runs
 // overlap the builds after them. plan(ctx, pass, kpath) builds the guest
 // the runs of that pass boot on the kernel at kpath and returns them: pass
@@ -27,7 +27,7 @@ const BuildNice = 10
 // closed after the last, or early when ctx ends. done is closed once the
 // goroutine has returned: after a cancel, once plan has returned and its
 // build's processes are gone.
-func StreamKernels(ctx context.Context, kpaths []string, passes int, buildFirst bool,
+func streamKernels(ctx context.Context, kpaths []string, passes int, buildFirst bool,
 	plan func(ctx context.Context, pass int, kpath string) []runner.Job) (batches <-chan []runner.Job, done <-chan struct{}) {
 	out := make(chan []runner.Job, len(kpaths)*passes)
 	finished := make(chan struct{})
@@ -60,15 +60,15 @@ func StreamKernels(ctx context.Context, kpaths []string, passes int, buildFirst 
 	return out, finished
 }
 
-// RunStream runs the runs plan returns (see StreamKernels) as soon as they
+// runStream runs the runs plan returns (see streamKernels) as soon as they
 // come, with o (runner.RunStream), and returns when every run and build has
 // ended. With o.UntilFail the first FAIL also stops the builds: no run
 // would use them.
-func RunStream(ctx context.Context, kpaths []string, passes int, buildFirst bool,
+func runStream(ctx context.Context, kpaths []string, passes int, buildFirst bool,
 	plan func(context.Context, int, string) []runner.Job, o runner.StreamOptions) {
 	buildCtx, stopBuilds := context.WithCancel(ctx)
 	defer stopBuilds()
-	batches, built := StreamKernels(buildCtx, kpaths, passes, buildFirst, plan)
+	batches, built := streamKernels(buildCtx, kpaths, passes, buildFirst, plan)
 	each := o.Each
 	o.Each = func(j runner.Job, r *results.Result) {
 		if each != nil {
@@ -79,6 +79,6 @@ func RunStream(ctx context.Context, kpaths []string, passes int, buildFirst bool
 		}
 	}
 	runner.RunStream(ctx, batches, o)
-	stopBuilds() // RunStream returned early: ctx ended or a run FAILed
+	stopBuilds() // runStream returned early: ctx ended or a run FAILed
 	<-built
 }

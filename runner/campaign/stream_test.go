@@ -82,7 +82,7 @@ func (f *fakeStream) stream(ctx context.Context, buildFirst, untilFail bool) []s
 			close(ch)
 		}
 	}
-	RunStream(ctx, []string{"k1", "k2", "k3"}, 1, buildFirst, f.plan,
+	runStream(ctx, []string{"k1", "k2", "k3"}, 1, buildFirst, f.plan,
 		runner.StreamOptions{Parallel: 1, UntilFail: untilFail, Run: f.run, Each: each})
 	return ran
 }
