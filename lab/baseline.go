@@ -13,10 +13,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"napilab/kernels"
-	"napilab/results"
 	"napilab/results/stats"
 	"napilab/runner"
+	"napilab/runner/campaign"
 )
+
+// defaultBaselines is where stored baselines live unless --baselines says
+// otherwise: a folder of JSON files meant to be committed.
+const defaultBaselines = "results/baselines"
 
 type baselineOptions struct {
 	dir     string
@@ -71,7 +75,7 @@ but only when all three still match; otherwise it says why and runs A. Every run
 					fit = "other: " + m
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%.12s\t%d\t%s\t%s\n", b.Name, b.Scenario, b.Kernel.Spec, b.Kernel.Key,
-					len(runsOf(b)), b.Created.Format("2006-01-02 15:04"), fit)
+					len(campaign.RunsOf(b)), b.Created.Format("2006-01-02 15:04"), fit)
 			}
 			tw.Flush()
 			if len(bs) == 0 {
@@ -126,32 +130,18 @@ func showBaseline(w io.Writer, dir, name, metrics string) error {
 	}
 	b := bs[i]
 	fmt.Fprintf(w, "%s: %s on %s (%.12s), %d runs, host %s/%d cores/QEMU %s/%s, recorded %s\n\n", b.Name, b.Scenario,
-		b.Kernel.Spec, b.Kernel.Key, len(runsOf(b)), b.Host.CPU, b.Host.Cores, b.Host.QEMU, b.Host.Accel, b.Created.Format(time.RFC3339))
+		b.Kernel.Spec, b.Kernel.Key, len(campaign.RunsOf(b)), b.Host.CPU, b.Host.Cores, b.Host.QEMU, b.Host.Accel, b.Created.Format(time.RFC3339))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIGURE\tN\tMEDIAN\tMIN..MAX\tCV\tROBUST CV\tSMALLEST BUDGET")
-	n := len(runsOf(b))
+	n := len(campaign.RunsOf(b))
 	for _, r := range stats.Noise(b.Samples) {
 		if !re.MatchString(r.Metric) {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%.4g\t%.4g..%.4g\t%s\t%s\t%s\n", r.Metric, r.Summary.N, r.Summary.Median, r.Summary.Min,
-			r.Summary.Max, pct(r.CV), pct(r.RobustCV), pct(smallestBudget(math.Max(r.CV, r.RobustCV), n)))
+			r.Summary.Max, pct(r.CV), pct(r.RobustCV), pct(campaign.SmallestBudget(math.Max(r.CV, r.RobustCV), n)))
 	}
 	return tw.Flush()
-}
-
-// smallestBudget is the least tolerance n runs per side resolve at noise cv
-// (alpha 0.05, 80% power), in whole percent; NaN when cv is unknown.
-func smallestBudget(cv float64, n int) float64 {
-	if math.IsNaN(cv) {
-		return math.NaN()
-	}
-	for tol := 0.01; tol < 10; tol += 0.01 {
-		if stats.RunsNeeded(max(cv, 1e-9), tol, 0.05, 0.8) <= n {
-			return tol
-		}
-	}
-	return math.Inf(1)
 }
 
 func pct(f float64) string {
@@ -162,15 +152,6 @@ func pct(f float64) string {
 		return "none"
 	}
 	return strconv.FormatFloat(f*100, 'f', 1, 64) + "%"
-}
-
-// runsOf is the distinct runs a baseline's samples come from.
-func runsOf(b *stats.Baseline) map[int]bool {
-	runs := map[int]bool{}
-	for _, s := range b.Samples {
-		runs[s.Run] = true
-	}
-	return runs
 }
 
 func recordBaseline(cmd *cobra.Command, g *globalOptions, o *baselineOptions, file string) error {
@@ -184,51 +165,22 @@ func recordBaseline(cmd *cobra.Command, g *globalOptions, o *baselineOptions, fi
 		return err
 	}
 	gs := newGuests(g, 0, stderr)
-	gs.noCover = true // probes would be in the figures
-	defer gs.release()
-	if gs.flavour, err = kernels.ParseFlavour(o.flavour); err != nil {
+	gs.NoCover = true // probes would be in the figures
+	defer gs.Release()
+	if gs.Flavour, err = kernels.ParseFlavour(o.flavour); err != nil {
 		return err
 	}
 	arm, err := side(cmd, gs, o.kernel, file, o.params, nil, o.accel, "r")
 	if err != nil {
 		return err
 	}
-	s := arm.Cfg.Scenario
-	name := o.name
-	if name == "" {
-		name = stats.DefaultBaselineName(s.Name, arm.Cfg.Kernel)
-	}
-	if err := stats.CheckBaselineName(name); err != nil {
-		return fmt.Errorf("bad --name: %w", err)
-	}
-	dir, err := results.NewRunDir(o.out, "baseline-"+name)
+	rec := &campaign.Recorder{Name: o.name, Repeat: o.repeat, Out: o.out, Dir: o.dir, Host: host, Log: stderr}
+	b, path, dir, err := rec.Record(ctx, arm)
 	if err != nil {
 		return err
 	}
-	arm.Label = "baseline"
-	runs, err := runner.Interleave(ctx, []runner.Arm{arm}, dir, 1, o.repeat, func(a runner.Arm, i int, r *results.Result) {
-		fmt.Fprintf(stderr, "run %d/%d %s (%.1fs)\n", i, o.repeat, r.Verdict, r.Timings.Total)
-	})
-	if err != nil {
-		return &exitCodeError{code: exitError, err: err}
-	}
-	for i, r := range runs[arm.Label] {
-		if r.Verdict != results.Pass {
-			return &exitCodeError{code: exitError, err: fmt.Errorf("run %d %s (%s): a baseline is recorded from passing runs only (runs in %s)", i+1, r.Verdict, r.Title(), dir)}
-		}
-	}
-	k := arm.Cfg.Kernel
-	if rs := runs[arm.Label]; len(rs) > 0 {
-		k.Release = rs[0].Kernel.Release
-	}
-	k.BzImage = "" // a path of this machine
-	b := &stats.Baseline{Name: name, Kernel: k, Scenario: s.Name, ScenarioHash: s.MeasureHash,
-		Params: arm.Cfg.Params, Host: host, Repeat: o.repeat, Created: time.Now().UTC(), Samples: runner.Samples(runs)}
-	path, err := stats.SaveBaseline(o.dir, b)
-	if err != nil {
-		return err
-	}
+	k := b.Kernel
 	fmt.Fprintf(cmd.OutOrStdout(), "baseline %s: %d runs of %s on %s (%.12s), host %s/%d cores/QEMU %s/%s\n  %s (runs in %s)\n",
-		name, o.repeat, s.Name, k.Spec, k.Key, host.CPU, host.Cores, host.QEMU, host.Accel, path, dir)
+		b.Name, o.repeat, b.Scenario, k.Spec, k.Key, host.CPU, host.Cores, host.QEMU, host.Accel, path, dir)
 	return nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -9,26 +8,6 @@ import (
 	"napilab/results"
 	"napilab/results/stats"
 )
-
-// TestSmallestBudget: the smallest budget is the least whole percent that
-// n runs per side resolve (stats.RunsNeeded), the percent below it is not,
-// and it grows with the noise.
-func TestSmallestBudget(t *testing.T) {
-	prev := 0.0
-	for _, cv := range []float64{0.01, 0.05, 0.15} {
-		tol := smallestBudget(cv, 10)
-		if stats.RunsNeeded(cv, tol, 0.05, 0.8) > 10 || stats.RunsNeeded(cv, tol-0.01, 0.05, 0.8) <= 10 {
-			t.Errorf("cv %v: smallest budget %v is not the least that 10 runs resolve", cv, tol)
-		}
-		if tol <= prev {
-			t.Errorf("cv %v: smallest budget %v, not above %v for less noise", cv, tol, prev)
-		}
-		prev = tol
-	}
-	if !math.IsNaN(smallestBudget(math.NaN(), 10)) {
-		t.Error("an unknown noise has a smallest budget")
-	}
-}
 
 // TestShowBaseline prints each figure's noise from a stored baseline, only
 // the figures --metrics selects, and names the baseline that is missing.

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,7 +13,7 @@ import (
 	"napilab/results/report"
 	"napilab/results/stats"
 	"napilab/runner"
-	"napilab/scenarios"
+	"napilab/runner/campaign"
 )
 
 type compareOptions struct {
@@ -62,29 +61,14 @@ The table is also written as compare.json and compare.md in the comparison folde
 	return cmd
 }
 
-// side resolves one arm: its kernel, scenario and run configuration.
-func side(cmd *cobra.Command, gs *guests, kernel string, file string, common, own []string, accel, tag string) (runner.Arm, error) {
+// side resolves one arm (campaign.Guests.Arm) from the parameters both
+// sides share and its own.
+func side(cmd *cobra.Command, gs *campaign.Guests, kernel string, file string, common, own []string, accel, tag string) (runner.Arm, error) {
 	params, err := parseParams(append(append([]string{}, common...), own...))
 	if err != nil {
 		return runner.Arm{}, err
 	}
-	s, err := scenarios.Open(file, params)
-	if err != nil {
-		return runner.Arm{}, err
-	}
-	cfg, err := gs.config(cmd.Context(), kernel, s)
-	if err != nil {
-		return runner.Arm{}, err
-	}
-	if s, params, err = forKernel(cfg, s, params); err != nil {
-		return runner.Arm{}, err
-	}
-	label := cfg.Kernel.Spec
-	if len(own) > 0 {
-		label += " " + strings.Join(own, " ")
-	}
-	cfg.Scenario, cfg.Accel, cfg.Params = s, accel, params
-	return runner.Arm{Label: label, Tag: tag, Cfg: cfg}, nil
+	return gs.Arm(cmd.Context(), kernel, file, params, own, accel, tag)
 }
 
 func compare(cmd *cobra.Command, g *globalOptions, o *compareOptions, file string) error {
@@ -108,11 +92,11 @@ func compare(cmd *cobra.Command, g *globalOptions, o *compareOptions, file strin
 	var arms [2]runner.Arm
 	for i, tag := range []string{"a", "b"} {
 		gs := newGuests(g, 0, cmd.ErrOrStderr())
-		gs.noCover = true // probes would be in the figures
-		gs.flavour = fa
+		gs.NoCover = true // probes would be in the figures
+		gs.Flavour = fa
 		own := o.aParams
 		if tag == "b" {
-			own, gs.flavour = o.bParams, fa.Join(fb)
+			own, gs.Flavour = o.bParams, fa.Join(fb)
 		}
 		arm, err := side(cmd, gs, o.kernels[i], file, o.params, own, o.accel, tag)
 		if err != nil {

@@ -81,12 +81,12 @@ func runExplore(cmd *cobra.Command, g *globalOptions, o *exploreOptions) error {
 		return err
 	}
 	gs := newGuests(g, o.makeJobs, stderr)
-	defer gs.release()
+	defer gs.Release()
 	var err error
-	if gs.flavour, err = kernels.ParseFlavour(o.flavour); err != nil {
+	if gs.Flavour, err = kernels.ParseFlavour(o.flavour); err != nil {
 		return err
 	}
-	kern, _, err := gs.kernel(ctx, o.kernel, gs.flavour)
+	kern, _, err := gs.Kernel(ctx, o.kernel, gs.Flavour)
 	if err != nil {
 		return err
 	}
@@ -96,9 +96,9 @@ func runExplore(cmd *cobra.Command, g *globalOptions, o *exploreOptions) error {
 		return err
 	}
 	for _, c := range watched {
-		gs.coverFns = append(gs.coverFns, c.Func)
+		gs.CoverFns = append(gs.CoverFns, c.Func)
 	}
-	gs.noCover = len(gs.coverFns) == 0
+	gs.NoCover = len(gs.CoverFns) == 0
 	for _, d := range []string{"programs", "runs"} {
 		if err := os.MkdirAll(filepath.Join(o.out, d), 0o755); err != nil {
 			return err
@@ -116,7 +116,7 @@ func runExplore(cmd *cobra.Command, g *globalOptions, o *exploreOptions) error {
 			return explore.Outcome{}, fmt.Errorf("generated %s does not parse (a generator bug): %w", path, err)
 		}
 		configMu.Lock()
-		cfg, err := gs.config(ctx, o.kernel, s)
+		cfg, err := gs.Config(ctx, o.kernel, s)
 		configMu.Unlock()
 		if err != nil {
 			return explore.Outcome{}, err

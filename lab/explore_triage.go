@@ -63,8 +63,8 @@ func triage(cmd *cobra.Command, g *globalOptions, o *triageOptions, dir string) 
 		o.out = filepath.Join(dir, "triage")
 	}
 	gs := newGuests(g, o.makeJobs, stderr)
-	gs.noCover = true
-	defer gs.release()
+	gs.NoCover = true
+	defer gs.Release()
 	fmt.Fprintf(stdout, "%s (%s)\n", f.Title, path)
 	has := false
 	for _, k := range o.kernels {
@@ -72,7 +72,7 @@ func triage(cmd *cobra.Command, g *globalOptions, o *triageOptions, dir string) 
 		if err != nil {
 			return err
 		}
-		cfg, err := gs.config(ctx, k, s)
+		cfg, err := gs.Config(ctx, k, s)
 		if err != nil {
 			fmt.Fprintf(stdout, "  %-28s ERROR: %v\n", spec.Name, err)
 			continue

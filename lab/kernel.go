@@ -8,10 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"napilab/images"
 	"napilab/kernels"
-	"napilab/results"
-	"napilab/runner"
 )
 
 func newKernelCmd(g *globalOptions) *cobra.Command {
@@ -133,16 +130,4 @@ func buildPinned(ctx context.Context, g *globalOptions, path, commit string, fl 
 		fmt.Fprintf(os.Stderr, "kernel %s: %d kselftest config settings not met (see %s/build.json)\n", spec.Name, n, a.Dir)
 	}
 	return a, spec, nil
-}
-
-// guestConfig is the part of a run's configuration that comes from the built
-// kernel (at specPath) and the image; callers add the scenario and the rest.
-func guestConfig(specPath string, spec *kernels.Spec, k *kernels.Artifact, img *images.Image) runner.Config {
-	// The release is the build's until the guest reports its uname -r.
-	cfg := runner.Config{Kernel: results.Kernel{Spec: spec.Name, Flavour: spec.Flavour().String(), Key: k.Key, BzImage: k.BzImage, Release: k.Release()}, KernelSpec: specPath,
-		Cmdline: spec.Cmdline, Initramfs: img.Path, ImageHash: img.Hash}
-	if src := k.Info.Source; src != nil {
-		cfg.Kernel.Commit, cfg.Kernel.Dirty = src.Commit, src.Dirty
-	}
-	return cfg
 }

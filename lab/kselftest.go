@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"napilab/kernels"
+	"napilab/runner/campaign"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -70,21 +71,21 @@ A scenario can run kselftests too, wrapped in load and toggles: a step "kselftes
 			if err != nil {
 				return err
 			}
-			o.verbose = !o.quiet
-			return runPlan(cmd, g, &o.runOptions, []planned{{s: s}}, 1, 1)
+			o.Verbose = !o.quiet
+			return runPlan(cmd, g, &o.runOptions, []campaign.Planned{{Scenario: s}}, 1, 1)
 		},
 	}
-	cmd.Flags().StringArrayVarP(&o.kernels, "kernel", "k", []string{"kernels/stock-6.1.yaml"}, "kernel spec (repeatable)")
-	cmd.Flags().StringVarP(&o.out, "out", "o", "results/runs", "folder for run folders")
-	cmd.Flags().StringVar(&o.accel, "accel", "", "kvm or tcg (default tcg, or $NAPILAB_ACCEL)")
+	cmd.Flags().StringArrayVarP(&o.Kernels, "kernel", "k", []string{"kernels/stock-6.1.yaml"}, "kernel spec (repeatable)")
+	cmd.Flags().StringVarP(&o.Out, "out", "o", "results/runs", "folder for run folders")
+	cmd.Flags().StringVar(&o.Accel, "accel", "", "kvm or tcg (default tcg, or $NAPILAB_ACCEL)")
 	cmd.Flags().IntVar(&o.makeJobs, "make-jobs", 0, "make -j for kernel and selftest builds")
-	cmd.Flags().IntVarP(&o.repeat, "repeat", "n", 1, "runs on each kernel")
+	cmd.Flags().IntVarP(&o.Repeat, "repeat", "n", 1, "runs on each kernel")
 	cmd.Flags().IntVar(&o.cpus, "cpus", 2, "guest CPUs")
-	cmd.Flags().DurationVar(&o.kselftestTimeout, "timeout", 0, "cap each test's timeout (default: the collection's settings file, 1500s for net on 6.1)")
+	cmd.Flags().DurationVar(&o.KselftestTimeout, "timeout", 0, "cap each test's timeout (default: the collection's settings file, 1500s for net on 6.1)")
 	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines, only the verdict")
-	cmd.Flags().BoolVar(&o.buildFirst, "build-first", false, buildFirstUsage)
+	cmd.Flags().BoolVar(&o.BuildFirst, "build-first", false, buildFirstUsage)
 	cmd.Flags().BoolVar(&o.list, "list", false, "build the net selftests and list the tests (collection:test)")
-	addFlakeFlags(cmd, &o.flakes)
+	addFlakeFlags(cmd, &o.Flakes)
 	o.parallel = 1
 	return cmd
 }
@@ -93,7 +94,7 @@ A scenario can run kselftests too, wrapped in load and toggles: a step "kselftes
 func kselftestScenario(tests []string, cpus int) (*scenarios.Scenario, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: kselftest\ndescription: upstream kselftests on the Debian image\n")
-	fmt.Fprintf(&b, "machine:\n  cpus: %d\n  memory_mb: %d\ntimeline:\n", cpus, debianMemoryMB)
+	fmt.Fprintf(&b, "machine:\n  cpus: %d\n  memory_mb: %d\ntimeline:\n", cpus, campaign.DebianMemoryMB)
 	for _, t := range tests {
 		fmt.Fprintf(&b, "  - name: %q\n    kselftest: %q\n", t, t)
 	}
@@ -103,12 +104,12 @@ func kselftestScenario(tests []string, cpus int) (*scenarios.Scenario, error) {
 // listKselftests prints the tests the kernel's net (or named) collections install.
 func listKselftests(cmd *cobra.Command, g *globalOptions, o *kselftestOptions) error {
 	gs := newGuests(g, o.makeJobs, cmd.ErrOrStderr())
-	for _, k := range o.kernels {
-		gu, err := gs.build(cmd.Context(), k, true, kernels.Flavour{Selftests: []string{"net"}})
+	for _, k := range o.Kernels {
+		gu, err := gs.Build(cmd.Context(), k, true, kernels.Flavour{Selftests: []string{"net"}})
 		if err != nil {
 			return err
 		}
-		for _, t := range gu.tests {
+		for _, t := range gu.Tests {
 			fmt.Fprintln(cmd.OutOrStdout(), t)
 		}
 	}

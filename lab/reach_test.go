@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"napilab/results"
-	"napilab/results/stats"
-	"napilab/scenarios"
 )
 
 func TestReach(t *testing.T) {
@@ -29,48 +27,5 @@ func TestReach(t *testing.T) {
 	rc.print(&b)
 	if want := "NOTE  k: no run reached one of its series' functions: a\n"; b.String() != want {
 		t.Errorf("printed %q, want %q", b.String(), want)
-	}
-}
-
-func TestModesOn(t *testing.T) {
-	s, err := scenarios.Open("../scenarios/perf/udp-flood.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	th, _, err := s.ForMode("threaded", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		s     *scenarios.Scenario
-		modes []string
-		want  bool
-	}{
-		{s, nil, true},                   // a spec without modes: every mode
-		{s, []string{"threaded"}, false}, // softirq is not what the series is about
-		{th, []string{"threaded"}, true}, // threaded is
-		{s, []string{"busy-poll"}, true}, // the series names none of the scenario's modes: all run
-		{th, []string{"softirq", "threaded"}, true},
-	} {
-		if got := modesOn(tc.s, tc.modes); got != tc.want {
-			t.Errorf("mode %s on a series about %v: %v, want %v", tc.s.Mode(), tc.modes, got, tc.want)
-		}
-	}
-}
-
-func TestModeTable(t *testing.T) {
-	mt := modeTable{}
-	pc := func(ratio float64) *stats.PerfCheck {
-		return &stats.PerfCheck{Budgets: []stats.BudgetResult{{Budget: stats.Budget{Metric: "x.rx_pps"}, Row: stats.CompareRow{Ratio: ratio}}}}
-	}
-	mt.add("nic-flood", "k", "threaded", results.Fail, pc(0.652))
-	mt.add("nic-flood", "k", "softirq", results.Pass, pc(1.013))
-	mt.add("udp-flood", "k", "threaded", results.Pass, pc(1)) // one mode: nothing to put beside it
-	mt.add("rps-cost", "k", "", results.Pass, pc(1))          // no modes
-	var b bytes.Buffer
-	mt.print(&b)
-	want := "MODES  perf nic-flood on k: softirq PASS (x.rx_pps +1.3%) | threaded FAIL (x.rx_pps -34.8%)\n"
-	if b.String() != want {
-		t.Errorf("printed %q\nwant    %q", b.String(), want)
 	}
 }

@@ -143,21 +143,21 @@ func repro(cmd *cobra.Command, g *globalOptions, o *reproOptions, dir string) er
 	}
 	fmt.Fprintf(stderr, "scenario: %s (the resolved copy saved by the run; replay.json's %s is not read)\n", spath, rp.Scenario)
 	gs := newGuests(g, 0, stderr)
-	gs.flavour, _ = kernels.ParseFlavour(rp.Flavour)
+	gs.Flavour, _ = kernels.ParseFlavour(rp.Flavour)
 	if rp.Commit != "" && rp.Dirty == "" {
 		// The commit, not wherever the tree or branch is now.
-		gs.commit = rp.Commit
+		gs.Commit = rp.Commit
 		fmt.Fprintf(stderr, "kernel source: commit %s of the spec's tree\n", rp.Commit)
 	} else if rp.Dirty != "" {
 		fmt.Fprintf(stderr, "kernel source: commit %s with uncommitted changes (tree %.12s): the tree must still hold them\n", rp.Commit, rp.Dirty)
 	}
 	if cached != nil {
-		gs.cacheOnly = true
+		gs.CacheOnly = true
 		fmt.Fprintf(stderr, "kernel: %s from the cache (key %s), spec %s\n", cached.Dir, rp.KernelKey[:16], kpath)
 	} else {
 		fmt.Fprintf(stderr, "kernel: key %s is not in the cache: building spec %s\n", rp.KernelKey[:16], kpath)
 	}
-	cfg, err := gs.config(ctx, kpath, s)
+	cfg, err := gs.Config(ctx, kpath, s)
 	if errors.Is(err, kernels.ErrNotCached) {
 		return &exitCodeError{code: exitError, err: fmt.Errorf("spec %s no longer gives the cached kernel %s: its spec, patches or compiler changed", kpath, rp.KernelKey[:16])}
 	}

@@ -2,10 +2,8 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -17,32 +15,19 @@ import (
 	"napilab/results"
 	"napilab/results/stats"
 	"napilab/runner"
-	"napilab/scenarios"
+	"napilab/runner/campaign"
 )
 
 type runOptions struct {
-	kernels   []string
-	params    []string
-	matrix    []string
-	out       string
-	accel     string
-	makeJobs  int
-	parallel  int
-	repeat    int
-	untilFail bool
-	noPolls   bool
-	noCover   bool
-	cover     []string
-	shard     string
-	verbose   bool // progress lines from the runner (single-guest runs)
-	flavour   string
-	// buildFirst builds every kernel before the first run (no run beside a build).
-	buildFirst bool
-	// kselftestTimeout caps each kselftest's timeout (0: its collection's settings).
-	kselftestTimeout time.Duration
-	flakes           flakeOptions
-	perf             perfOptions
-	tree             treeOptions // --tree: an ad-hoc spec, in place of the default -k
+	campaign.RunOptions
+	params   []string
+	matrix   []string
+	makeJobs int
+	parallel int
+	noCover  bool
+	cover    []string
+	shard    string
+	tree     treeOptions // --tree: an ad-hoc spec, in place of the default -k
 }
 
 func newRunCmd(g *globalOptions) *cobra.Command {
@@ -72,26 +57,26 @@ or beside the kernels -k names.`,
 			return runScenarios(cmd, g, o, args)
 		},
 	}
-	cmd.Flags().StringArrayVarP(&o.kernels, "kernel", "k", []string{"kernels/stock-6.1.yaml"}, "kernel spec (repeatable: every scenario runs on each)")
+	cmd.Flags().StringArrayVarP(&o.Kernels, "kernel", "k", []string{"kernels/stock-6.1.yaml"}, "kernel spec (repeatable: every scenario runs on each)")
 	cmd.Flags().StringArrayVarP(&o.params, "param", "p", nil, "scenario parameter name=value (repeatable)")
 	cmd.Flags().StringArrayVar(&o.matrix, "matrix", nil, "run once per value: name=v1,v2,... (repeatable: the cross product)")
-	cmd.Flags().StringVarP(&o.out, "out", "o", "results/runs", "folder for run folders")
-	cmd.Flags().StringVar(&o.accel, "accel", "", "kvm or tcg (default tcg, or $NAPILAB_ACCEL)")
+	cmd.Flags().StringVarP(&o.Out, "out", "o", "results/runs", "folder for run folders")
+	cmd.Flags().StringVar(&o.Accel, "accel", "", "kvm or tcg (default tcg, or $NAPILAB_ACCEL)")
 	cmd.Flags().IntVar(&o.makeJobs, "make-jobs", 0, "make -j for kernel builds")
 	cmd.Flags().IntVarP(&o.parallel, "jobs", "j", 1, "guests at once (bounded by host cores and memory)")
-	cmd.Flags().IntVarP(&o.repeat, "repeat", "n", 1, "runs of each scenario on each kernel")
-	cmd.Flags().BoolVar(&o.untilFail, "until-fail", false, "stop starting runs after the first FAIL")
-	cmd.Flags().BoolVar(&o.noPolls, "no-polls", false, "do not sample who polled each NAPI (no BPF in the guest unless an assertion needs it)")
+	cmd.Flags().IntVarP(&o.Repeat, "repeat", "n", 1, "runs of each scenario on each kernel")
+	cmd.Flags().BoolVar(&o.UntilFail, "until-fail", false, "stop starting runs after the first FAIL")
+	cmd.Flags().BoolVar(&o.NoPolls, "no-polls", false, "do not sample who polled each NAPI (no BPF in the guest unless an assertion needs it)")
 	cmd.Flags().BoolVar(&o.noCover, "no-cover", false, "do not count the calls of the functions a kernel's series changes (kprobes in every run of a kernel with patches of its own)")
 	cmd.Flags().StringSliceVar(&o.cover, "cover", nil, "count the calls of these kernel functions in every run instead of the series' (name,name,...: did a scenario reach them?)")
 	cmd.Flags().StringVar(&o.shard, "shard", "", "run only shard K/N of the matrix, e.g. 2/4")
-	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "print the runner's progress (boot, steps, kselftests)")
-	cmd.Flags().StringVar(&o.flavour, "flavour", "", flavourUsage)
-	cmd.Flags().BoolVar(&o.buildFirst, "build-first", false, buildFirstUsage)
-	addFlakeFlags(cmd, &o.flakes)
-	cmd.Flags().BoolVar(&o.perf.againstBaseline, "against-baseline", false, "perf scenarios: take side A from a fitting stored baseline instead of running it")
-	cmd.Flags().StringVar(&o.perf.baselines, "baselines", defaultBaselines, "folder of stored baselines (lab baseline)")
-	cmd.Flags().Int64Var(&o.perf.seed, "seed", 1, "perf scenarios: bootstrap seed")
+	cmd.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "print the runner's progress (boot, steps, kselftests)")
+	cmd.Flags().StringVar(&o.Flavour, "flavour", "", flavourUsage)
+	cmd.Flags().BoolVar(&o.BuildFirst, "build-first", false, buildFirstUsage)
+	addFlakeFlags(cmd, &o.Flakes)
+	cmd.Flags().BoolVar(&o.Perf.AgainstBaseline, "against-baseline", false, "perf scenarios: take side A from a fitting stored baseline instead of running it")
+	cmd.Flags().StringVar(&o.Perf.Baselines, "baselines", defaultBaselines, "folder of stored baselines (lab baseline)")
+	cmd.Flags().Int64Var(&o.Perf.Seed, "seed", 1, "perf scenarios: bootstrap seed")
 	addTreeFlags(cmd, &o.tree)
 	return cmd
 }
@@ -120,7 +105,7 @@ func runScenarios(cmd *cobra.Command, g *globalOptions, o *runOptions, files []s
 	if err != nil {
 		return err
 	}
-	sets, err := expandMatrix(params, o.matrix)
+	sets, err := campaign.ExpandMatrix(params, o.matrix)
 	if err != nil {
 		return err
 	}
@@ -128,32 +113,9 @@ func runScenarios(cmd *cobra.Command, g *globalOptions, o *runOptions, files []s
 		return err
 	}
 	// Validate every scenario and parameter set before building or booting anything.
-	var plan []planned
-	warned := map[string]bool{}
-	for _, f := range files {
-		for _, p := range sets {
-			s, err := scenarios.Open(f, p)
-			if err != nil {
-				return err
-			}
-			for _, w := range s.Warnings {
-				if !warned[w] {
-					fmt.Fprintln(cmd.ErrOrStderr(), w)
-					warned[w] = true
-				}
-			}
-			if s.Perf == nil || len(s.Perf.Modes) == 0 || s.PinsMode(p) {
-				plan = append(plan, planned{s, p})
-				continue
-			}
-			for _, mode := range s.ModeNames() { // each kernel keeps the modes its series is about
-				ms, merged, err := s.ForMode(mode, p)
-				if err != nil {
-					return err
-				}
-				plan = append(plan, planned{ms, merged})
-			}
-		}
+	plan, err := campaign.Plan(files, sets, cmd.ErrOrStderr())
+	if err != nil {
+		return err
 	}
 	return runPlan(cmd, g, o, plan, k, n)
 }
@@ -170,24 +132,18 @@ func (o *runOptions) addTree(cmd *cobra.Command, g *globalOptions) error {
 		return err
 	}
 	if cmd.Flags().Changed("kernel") {
-		o.kernels = append(o.kernels, path)
+		o.Kernels = append(o.Kernels, path)
 	} else {
-		o.kernels = []string{path}
+		o.Kernels = []string{path}
 	}
 	return nil
 }
 
-// planned is one scenario with one parameter set.
-type planned struct {
-	s      *scenarios.Scenario
-	params map[string]string
-}
-
 // runPlan runs every planned scenario on every kernel of o, shard k of n.
 // Runs start as soon as their guest (kernel, flavour, image) is built,
-// while the next one builds (streamKernels), unless --build-first; perf
-// runs come after every build and every other run.
-func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned, k, n int) error {
+// while the next one builds (the campaign streams them), unless --build-first;
+// perf runs come after every build and every other run.
+func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []campaign.Planned, k, n int) error {
 	ctx := cmd.Context()
 	start := time.Now()
 	tw := newTallyWriter(cmd.OutOrStdout())
@@ -195,35 +151,35 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 	var out io.Writer = tw
 	stderr := cmd.ErrOrStderr()
 	gs := newGuests(g, o.makeJobs, stderr)
-	gs.noCover, gs.coverFns = o.noCover, o.cover
+	gs.NoCover, gs.CoverFns = o.noCover, o.cover
 	for _, fn := range o.cover {
 		if err := kernels.CheckFunctionName(fn); err != nil {
 			return err
 		}
 	}
-	defer gs.release()
+	defer gs.Release()
 	var err error
-	if gs.flavour, err = kernels.ParseFlavour(o.flavour); err != nil {
+	if gs.Flavour, err = kernels.ParseFlavour(o.Flavour); err != nil {
 		return err
 	}
-	if err := o.flakes.check(cmd, o.repeat > 1 || o.untilFail); err != nil {
+	if err := checkFlakes(cmd, &o.Flakes, o.Repeat > 1 || o.UntilFail); err != nil {
 		return err
 	}
-	for _, kpath := range o.kernels { // a bad spec fails before any build
+	for _, kpath := range o.Kernels { // a bad spec fails before any build
 		if _, err := kernels.LoadSpec(kpath); err != nil {
 			return err
 		}
 	}
-	groups := groupPlan(plan, gs.guestKey)
-	if !o.buildFirst && len(o.kernels)*len(groups) > 1 { // builds beside runs
+	groups := campaign.GroupPlan(plan, gs.GuestKey)
+	if !o.BuildFirst && len(o.Kernels)*len(groups) > 1 { // builds beside runs
 		var mu sync.Mutex
 		out, stderr = &syncWriter{mu: &mu, w: out}, &syncWriter{mu: &mu, w: stderr}
-		gs.log = stderr // whole progress lines, not a terminal's rewritten one
-		gs.nice = buildNice
+		gs.Log = stderr // whole progress lines, not a terminal's rewritten one
+		gs.Nice = campaign.BuildNice
 	}
-	pl := &planner{config: gs.config, o: o, groups: groups, k: k, n: n, out: out, log: stderr, worst: results.Pass,
-		parallel: runner.MaxParallel(o.parallel, planMemory(plan))}
-	worst, byGroup := runBuilt(ctx, pl)
+	pl := &campaign.Planner{Config: gs.Config, Options: &o.RunOptions, Groups: groups, K: k, N: n, Out: out, Log: stderr, Worst: results.Pass,
+		Parallel: runner.MaxParallel(o.parallel, campaign.PlanMemory(plan))}
+	worst, byGroup := pl.RunAll(ctx, func(j runner.Job, r *results.Result) { printVerdict(out, r, runDir(j, r)) })
 	rc := reach{}
 	for _, rs := range byGroup {
 		for _, r := range rs {
@@ -231,20 +187,22 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 		}
 	}
 	defer rc.print(out)
-	modes := modeTable{}
-	defer modes.print(out)
-	if pl.worst.Worse(worst) {
-		worst = pl.worst
+	perf := &campaign.Perf{Options: &o.RunOptions, Config: gs.Config, Out: out, Log: stderr, Modes: campaign.ModeTable{}}
+	defer perf.Modes.Print(out)
+	if pl.Worst.Worse(worst) {
+		worst = pl.Worst
 	}
-	if o.repeat > 1 {
+	if o.Repeat > 1 {
 		printFlakes(out, byGroup)
 	}
 	// Perf runs come last, one guest at a time: a guest or a build beside them is noise.
-	for i, j := range pl.perf {
-		if ctx.Err() != nil || i%n != k-1 {
+	for _, j := range pl.PerfJobs() {
+		if ctx.Err() != nil {
 			continue
 		}
-		if v := runPerf(ctx, gs, j, o, out, stderr, rc, modes); v.Worse(worst) {
+		v, cov := perf.Run(ctx, j)
+		rc.add(j.B.Kernel.Spec, cov)
+		if v.Worse(worst) {
 			worst = v
 		}
 	}
@@ -255,31 +213,6 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *runOptions, plan []planned
 		return nil
 	}
 	return &exitCodeError{code: worst.ExitCode()}
-}
-
-// runBuilt runs the runs pl plans as their guests are built and returns
-// their worst verdict and the results by group. It returns once
-// the builds have stopped, removing the run folders that never ran.
-func runBuilt(ctx context.Context, pl *planner) (results.Verdict, map[string][]*results.Result) {
-	ran := map[string]bool{}
-	groups := map[string][]*results.Result{}
-	worst := results.Pass
-	each := func(j runner.Job, r *results.Result) {
-		ran[j.Cfg.OutDir] = true
-		printVerdict(pl.out, r, runDir(j, r))
-		groups[j.Group] = append(groups[j.Group], r)
-		if r.Verdict.Worse(worst) {
-			worst = r.Verdict
-		}
-	}
-	runStream(ctx, pl.o.kernels, len(pl.groups), pl.o.buildFirst, pl.pass,
-		runner.StreamOptions{Parallel: pl.parallel, UntilFail: pl.o.untilFail, Each: each})
-	for _, dir := range pl.dirs { // the folders of runs --until-fail or Ctrl-C never started
-		if !ran[dir] {
-			os.Remove(dir) // only if empty
-		}
-	}
-	return worst, groups
 }
 
 // parseShard reads "K/N"; "" is the whole matrix.
@@ -307,68 +240,6 @@ func printFlakes(w io.Writer, groups map[string][]*results.Result) {
 			fmt.Fprintf(w, "    %3d x %s\n", f.Titles[t], t)
 		}
 	}
-}
-
-// expandMatrix returns one parameter set per combination of matrix values,
-// each on top of the fixed params.
-func expandMatrix(fixed map[string]string, matrix []string) ([]map[string]string, error) {
-	sets := []map[string]string{fixed}
-	for _, m := range matrix {
-		name, vals, ok := strings.Cut(m, "=")
-		if !ok || name == "" || vals == "" {
-			return nil, fmt.Errorf("bad --matrix %q: want name=v1,v2", m)
-		}
-		var next []map[string]string
-		for _, set := range sets {
-			for _, v := range strings.Split(vals, ",") {
-				p := map[string]string{}
-				for k, x := range set {
-					p[k] = x
-				}
-				p[name] = v
-				next = append(next, p)
-			}
-		}
-		sets = next
-	}
-	return sets, nil
-}
-
-// paramSuffix names a run folder after its parameters.
-func paramSuffix(p map[string]string) string {
-	keys := make([]string, 0, len(p))
-	for k := range p {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, "-%s=%s", k, strings.ReplaceAll(p[k], "/", "_"))
-	}
-	return b.String()
-}
-
-// coverageLine says which of the series' functions the run reached.
-func coverageLine(c *results.Coverage) string {
-	if c == nil {
-		return ""
-	}
-	var parts []string
-	for _, f := range c.Funcs {
-		switch {
-		case !f.Counted():
-			parts = append(parts, f.Func+" not counted ("+f.Why+")")
-		case f.Via == "callers":
-			parts = append(parts, fmt.Sprintf("%s at most %d (inlined; its callers %s)", f.Func, f.Calls, strings.Join(f.Probes, ", ")))
-		default:
-			parts = append(parts, fmt.Sprintf("%s %d", f.Func, f.Calls))
-		}
-	}
-	line := "series functions called: " + strings.Join(parts, ", ")
-	if c.Partial {
-		line += " (read before the timeline ended: lower bounds)"
-	}
-	return line
 }
 
 // printVerdict writes r's verdict block in one write: builds may print beside it.
@@ -426,7 +297,7 @@ func writeVerdict(w io.Writer, r *results.Result, dir string) {
 		}
 		fmt.Fprintln(w)
 	}
-	if line := coverageLine(r.Coverage); line != "" {
+	if line := campaign.CoverageLine(r.Coverage); line != "" {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 	for _, l := range r.Loads {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"napilab/kernels"
+	"napilab/runner/campaign"
 
 	"github.com/spf13/cobra"
 
@@ -61,10 +62,10 @@ collections' config merged into the kernel, as lab kselftest does.`,
 			switch o.image {
 			case "debian":
 				s.Machine.Image = scenarios.ImageDebian
-				s.Machine.MemoryMB = max(s.Machine.MemoryMB, debianMemoryMB)
+				s.Machine.MemoryMB = max(s.Machine.MemoryMB, campaign.DebianMemoryMB)
 				gs := newGuests(g, 0, cmd.ErrOrStderr())
-				gs.flavour = fl
-				cfg, err = gs.config(ctx, o.kernel, s)
+				gs.Flavour = fl
+				cfg, err = gs.Config(ctx, o.kernel, s)
 			case "shell":
 				if s.NeedsDebian() {
 					return fmt.Errorf("%s needs the Debian image: add --image debian", s.Name)
@@ -77,7 +78,7 @@ collections' config merged into the kernel, as lab kselftest does.`,
 				if ierr != nil {
 					return ierr
 				}
-				cfg = guestConfig(o.kernel, spec, k, img)
+				cfg = campaign.GuestConfig(o.kernel, spec, k, img)
 			default:
 				return fmt.Errorf("--image %q: want shell or debian", o.image)
 			}

@@ -65,3 +65,18 @@ func TestReproTreeSpec(t *testing.T) {
 		}
 	}
 }
+
+func TestStockFor(t *testing.T) {
+	t.Chdir("..")
+	for _, tc := range []struct{ release, want string }{
+		{"6.1.158", "kernels/stock-6.1.yaml"},
+		{"6.13.0-rc3", "kernels/stock-6.12.yaml"},
+		{"7.4.1", "kernels/stock-7.3.yaml"},
+		{"5.15.0", "kernels/stock-6.1.yaml"},
+		{"", "kernels/stock-6.1.yaml"},
+	} {
+		if got, err := stockFor(tc.release); err != nil || got != tc.want {
+			t.Errorf("stockFor(%q) = %q, %v; want %q", tc.release, got, err, tc.want)
+		}
+	}
+}

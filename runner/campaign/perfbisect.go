@@ -1,11 +1,11 @@
-package main
+package campaign
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
-
-	"github.com/spf13/cobra"
 
 	"napilab/kernels"
 	"napilab/results"
@@ -17,12 +17,10 @@ import (
 // perfBisect finds the first candidate (a series' prefix, a commit) that
 // moves metric past its budget: the good end runs perf.repeat times once,
 // then each probed candidate as often, and each is checked against the good
-// end as lab run checks a perf scenario.
-func perfBisect(cmd *cobra.Command, o *bisectOptions, s *scenarios.Scenario, c candidates,
-	build func(k int) (*kernels.Spec, *kernels.Artifact, error), dirOf func(k int) string,
-	config func(*kernels.Spec, *kernels.Artifact) runner.Config, start time.Time) error {
-	ctx := cmd.Context()
-	stderr := cmd.ErrOrStderr()
+// end as lab run checks a perf scenario. The answer goes to stdout, the
+// steps to log; dirOf(k) is candidate k's runs' folder.
+func perfBisect(ctx context.Context, s *scenarios.Scenario, metric string, c candidates, build buildStep, dirOf func(k int) string,
+	config func(*kernels.Spec, *kernels.Artifact) runner.Config, start time.Time, stdout, log io.Writer) error {
 	if s.Perf == nil {
 		return fmt.Errorf("%s has no perf: block: --metric needs a perf scenario with a budget on the metric", s.Path)
 	}
@@ -30,12 +28,12 @@ func perfBisect(cmd *cobra.Command, o *bisectOptions, s *scenarios.Scenario, c c
 	var names []string
 	for _, b := range budgets(s) {
 		names = append(names, b.Metric)
-		if b.Metric == o.metric {
+		if b.Metric == metric {
 			budget = &b
 		}
 	}
 	if budget == nil {
-		return fmt.Errorf("%s has no budget on %s (its budgets: %s)", s.Path, o.metric, strings.Join(names, ", "))
+		return fmt.Errorf("%s has no budget on %s (its budgets: %s)", s.Path, metric, strings.Join(names, ", "))
 	}
 	repeat := s.Perf.Repeat
 	runsUsed := 0
@@ -48,7 +46,7 @@ func perfBisect(cmd *cobra.Command, o *bisectOptions, s *scenarios.Scenario, c c
 		arm := runner.Arm{Label: fmt.Sprintf("k%d", k), Tag: "run", Cfg: config(spec, a)}
 		rs, err := runner.Interleave(ctx, []runner.Arm{arm}, dirOf(k), 1, repeat, func(_ runner.Arm, i int, r *results.Result) {
 			runsUsed++
-			fmt.Fprintf(stderr, "  run %d: %s %s\n", i, r.Verdict, r.Title())
+			fmt.Fprintf(log, "  run %d: %s %s\n", i, r.Verdict, r.Title())
 		})
 		return rs[arm.Label], err
 	}
@@ -57,7 +55,7 @@ func perfBisect(cmd *cobra.Command, o *bisectOptions, s *scenarios.Scenario, c c
 		return err
 	}
 	if baseRuns == nil {
-		return &exitCodeError{code: exitError, err: fmt.Errorf("the good end (%s) does not build", c.label(0))}
+		return fmt.Errorf("the good end (%s) does not build", c.label(0))
 	}
 	checks := map[int]stats.BudgetResult{}
 	test := func(k int) (runner.Outcome, error) {
@@ -70,11 +68,11 @@ func perfBisect(cmd *cobra.Command, o *bisectOptions, s *scenarios.Scenario, c c
 		}
 		for _, r := range rs {
 			if r.Verdict == results.Fail && !runner.Booted(r) {
-				fmt.Fprintf(stderr, "%s: the kernel does not boot, skipped\n", c.label(k))
+				fmt.Fprintf(log, "%s: the kernel does not boot, skipped\n", c.label(k))
 				return runner.Skip, nil
 			}
 			if r.Verdict == results.Fail {
-				fmt.Fprintf(stderr, "%s: a run FAILed: %s\n", c.label(k), r.Title())
+				fmt.Fprintf(log, "%s: a run FAILed: %s\n", c.label(k), r.Title())
 				return runner.Bad, nil
 			}
 		}
@@ -83,7 +81,7 @@ func perfBisect(cmd *cobra.Command, o *bisectOptions, s *scenarios.Scenario, c c
 			[]stats.Budget{*budget}, s.Perf.Alpha, 1)
 		br := pc.Budgets[0]
 		checks[k] = br
-		fmt.Fprintf(stderr, "%s: %s %s\n", c.label(k), br.Verdict, br.Reason)
+		fmt.Fprintf(log, "%s: %s %s\n", c.label(k), br.Verdict, br.Reason)
 		switch br.Verdict {
 		case results.Fail:
 			return runner.Bad, nil
@@ -99,21 +97,20 @@ func perfBisect(cmd *cobra.Command, o *bisectOptions, s *scenarios.Scenario, c c
 	case err != nil:
 		return err
 	case oc == runner.Skip:
-		return &exitCodeError{code: exitError, err: fmt.Errorf("the bad end (%s) does not build or boot, or the noise hides %s: nothing to bisect", c.label(n), o.metric)}
+		return fmt.Errorf("the bad end (%s) does not build or boot, or the noise hides %s: nothing to bisect", c.label(n), metric)
 	case oc == runner.Good:
-		return &exitCodeError{code: exitError, err: fmt.Errorf("the bad end (%s) keeps %s within its budget: nothing to bisect", c.label(n), o.metric)}
+		return fmt.Errorf("the bad end (%s) keeps %s within its budget: nothing to bisect", c.label(n), metric)
 	}
 	res, err := runner.Bisect(n, test, nil)
 	if err != nil {
 		return err
 	}
-	w := cmd.OutOrStdout()
-	c.print(w, res)
+	c.print(stdout, res)
 	if res.First == res.Last {
 		if br, ok := checks[res.First]; ok {
-			fmt.Fprintf(w, "  %s\n", br.Reason)
+			fmt.Fprintf(stdout, "  %s\n", br.Reason)
 		}
 	}
-	fmt.Fprintf(w, "  (%d runs of %d per candidate, %.0fs; runs in %s)\n", runsUsed, repeat, time.Since(start).Seconds(), strings.TrimSuffix(dirOf(0), "/k0"))
+	fmt.Fprintf(stdout, "  (%d runs of %d per candidate, %.0fs; runs in %s)\n", runsUsed, repeat, time.Since(start).Seconds(), strings.TrimSuffix(dirOf(0), "/k0"))
 	return nil
 }

@@ -1,11 +1,10 @@
-package main
+package campaign
 
 import (
 	"bytes"
-	"testing"
-
 	"napilab/patches"
 	"napilab/runner"
+	"testing"
 )
 
 // TestPrintBisect: a range names every patch it may be and the skipped

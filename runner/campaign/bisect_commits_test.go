@@ -1,60 +1,49 @@
-package main
+package campaign
 
 import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"testing"
-
 	"napilab/kernels"
 	"napilab/runner"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
 )
 
-// gitIn runs git in dir with a fixed identity, failing the test on error.
-func gitIn(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@x", "GIT_COMMITTER_NAME=A",
-		"GIT_COMMITTER_EMAIL=a@x", "GIT_CONFIG_GLOBAL=/dev/null")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// historyRepo makes a repository with an import commit and ten more; the
-// commit subjects are given, and from commit bug on dev.c holds "BUG".
+// historyRepo makes a repository with an import commit and one more per
+// subject; from commit bug on net/core/dev.c holds "BUG".
 func historyRepo(t *testing.T, subjects []string, bug int) string {
 	t.Helper()
 	dir := t.TempDir()
-	write := func(name, content string) {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gitIn(t, dir, "init", "-q", "-b", "main")
-	write("Makefile", "VERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 0\n")
-	write("net/core/dev.c", "ok\n")
-	gitIn(t, dir, "add", "-A")
-	gitIn(t, dir, "commit", "-q", "-m", "import 6.1")
-	gitIn(t, dir, "tag", "v6.1")
+	script := []string{"git init -q -b main", "printf 'VERSION = 6\\nPATCHLEVEL = 1\\nSUBLEVEL = 0\\n' > Makefile",
+		"mkdir -p net/core", "echo ok > net/core/dev.c", "git add -A", "git commit -q -m 'import 6.1'", "git tag v6.1"}
 	for i, s := range subjects {
-		write(fmt.Sprintf("net/core/c%d.c", i+1), s+"\n")
+		script = append(script, fmt.Sprintf("echo %q > net/core/c%d.c", s, i+1))
 		if i+1 == bug {
-			write("net/core/dev.c", "BUG\n")
+			script = append(script, "echo BUG > net/core/dev.c")
 		}
-		gitIn(t, dir, "add", "-A")
-		gitIn(t, dir, "commit", "-q", "-m", s)
+		script = append(script, "git add -A", fmt.Sprintf("git commit -q -m %q", s))
+	}
+	cmd := exec.Command("sh", "-ec", strings.Join(script, "\n"))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@x", "GIT_COMMITTER_NAME=A",
+		"GIT_COMMITTER_EMAIL=a@x", "GIT_CONFIG_GLOBAL=/dev/null")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("making the repository: %v\n%s", err, out)
 	}
 	return dir
+}
+
+// devC is net/core/dev.c at commit id of the repository at dir.
+func devC(t *testing.T, dir, id string) string {
+	t.Helper()
+	out, err := exec.Command("git", "-C", dir, "show", id+":net/core/dev.c").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // TestBisectCommits: over ten commits, a fake build and run (bad when the
@@ -105,7 +94,7 @@ func TestBisectCommits(t *testing.T) {
 				if strings.Contains(commits[k].Subject, "does not build") {
 					return runner.Skip, nil
 				}
-				if gitIn(t, dir, "show", commits[k].ID+":net/core/dev.c") == "BUG" {
+				if devC(t, dir, commits[k].ID) == "BUG" {
 					return runner.Bad, nil
 				}
 				return runner.Good, nil
@@ -156,21 +145,6 @@ func TestBisectCommitsEnds(t *testing.T) {
 		_, err := search(c, "range", 1, tc.test, &out, &log)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
-		}
-	}
-}
-
-func TestStockFor(t *testing.T) {
-	t.Chdir("..")
-	for _, tc := range []struct{ release, want string }{
-		{"6.1.158", "kernels/stock-6.1.yaml"},
-		{"6.13.0-rc3", "kernels/stock-6.12.yaml"},
-		{"7.4.1", "kernels/stock-7.3.yaml"},
-		{"5.15.0", "kernels/stock-6.1.yaml"},
-		{"", "kernels/stock-6.1.yaml"},
-	} {
-		if got, err := stockFor(tc.release); err != nil || got != tc.want {
-			t.Errorf("stockFor(%q) = %q, %v; want %q", tc.release, got, err, tc.want)
 		}
 	}
 }
