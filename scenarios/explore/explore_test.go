@@ -14,7 +14,7 @@ func init() { scenarios.ShippedDir = ".." }
 // TestGenerateValid: every generated program parses and lints on every
 // base release, and leaves out the knobs its release lacks.
 func TestGenerateValid(t *testing.T) {
-	n := 2000
+	n := 3400 // 10,200 programs over the three releases
 	if testing.Short() {
 		n = 300
 	}
