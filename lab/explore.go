@@ -43,8 +43,8 @@ steps, some repeated, some parallel, sometimes with a delay probe at a NAPI
 function, between the shipped NIC and veth fragments' loads), runs each on
 the kernel and judges it as lab run does. Each run counts the calls of the
 NAPI functions the knobs reach; a program that reached a state no earlier one
-did (a call count, a refusal) joins the corpus (OUT/corpus.json), and half
-the programs are mutations of corpus programs, the rarest states' most often
+did (a call count, a refusal) joins the corpus (OUT/corpus.json), and a
+quarter of the programs are mutations of corpus programs, the rarest states' most often
 (--unguided: every program drawn afresh). A FAIL whose title is new is a
 finding: the program is shrunk (delta debugging over steps, parallel
 branches, repetitions and the delay; each candidate run up to --reruns

@@ -51,7 +51,7 @@ type knob struct {
 	name   string
 	weight int
 	min    string
-	gen    func(r *rand.Rand) string
+	gen    func(d *drawer) string
 }
 
 // devs are the devices of the fragments: the NIC and the veth in the root
@@ -62,44 +62,56 @@ func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.IntN(len(xs))] }
 
 // knobs are the NAPI control plane the generator turns.
 var knobs = []knob{
-	{"threaded", 6, "", func(r *rand.Rand) string {
-		return fmt.Sprintf(`write: {path: /sys/class/net/%s/threaded, value: "%s"}`, pick(r, devs...), pick(r, "0", "1"))
+	{"threaded", 6, "", func(d *drawer) string {
+		r := d.r
+		return fmt.Sprintf(`write: {path: /sys/class/net/%s/threaded, value: "%s"}`, d.dev(), pick(r, "0", "1"))
 	}},
-	{"link", 5, "", func(r *rand.Rand) string {
-		return fmt.Sprintf("link: {dev: %s, state: %s}", pick(r, devs...), pick(r, "down", "up"))
+	{"link", 5, "", func(d *drawer) string {
+		r := d.r
+		return fmt.Sprintf("link: {dev: %s, state: %s}", d.dev(), pick(r, "down", "up"))
 	}},
-	{"gro", 2, "", func(r *rand.Rand) string {
+	{"gro", 2, "", func(d *drawer) string {
+		r := d.r
 		return fmt.Sprintf("gro: {dev: vrx, enabled: %v}", r.IntN(2) == 0)
 	}},
-	{"xdp", 2, "", func(r *rand.Rand) string {
-		return fmt.Sprintf("xdp: {dev: %s, attached: %v}", pick(r, devs...), r.IntN(2) == 0)
+	{"xdp", 2, "", func(d *drawer) string {
+		r := d.r
+		return fmt.Sprintf("xdp: {dev: %s, attached: %v}", d.dev(), r.IntN(2) == 0)
 	}},
-	{"channels", 2, "", func(r *rand.Rand) string {
+	{"channels", 2, "", func(d *drawer) string {
+		r := d.r
 		return fmt.Sprintf("channels: {dev: eth0, values: [%d]}", 1+r.IntN(2))
 	}},
-	{"rps", 2, "", func(r *rand.Rand) string {
-		return fmt.Sprintf(`rps: {dev: %s, cpus: ["%s"]}`, pick(r, devs...), pick(r, "0", "1", "2", "3"))
+	{"rps", 2, "", func(d *drawer) string {
+		r := d.r
+		return fmt.Sprintf(`rps: {dev: %s, cpus: ["%s"]}`, d.dev(), pick(r, "0", "1", "2", "3"))
 	}},
-	{"busy_poll", 1, "", func(r *rand.Rand) string {
+	{"busy_poll", 1, "", func(d *drawer) string {
+		r := d.r
 		return fmt.Sprintf(`sysctl: {name: net.core.busy_poll, value: "%s"}`, pick(r, "0", "50"))
 	}},
-	{"napi defer", 1, "6.13", func(r *rand.Rand) string {
+	{"napi defer", 1, "6.13", func(d *drawer) string {
+		r := d.r
 		return fmt.Sprintf("napi: {dev: eth0, defer_hard_irqs: %d, gro_flush_timeout: %s}", pick(r, 0, 2, 100), pick(r, "0s", "20us", "1ms"))
 	}},
-	{"napi threaded", 2, "6.18", func(r *rand.Rand) string {
+	{"napi threaded", 2, "6.18", func(d *drawer) string {
+		r := d.r
 		return fmt.Sprintf("napi: {dev: eth0, threaded: %s}", pick(r, "disabled", "enabled"))
 	}},
-	{"xps", 1, "", func(r *rand.Rand) string {
+	{"xps", 1, "", func(d *drawer) string {
+		r := d.r
 		return fmt.Sprintf(`xps: {dev: eth0, queues: [0], cpus: ["%s"]}`, pick(r, "0", "1", "2", "3"))
 	}},
-	{"qdisc", 1, "", func(r *rand.Rand) string {
-		dev := pick(r, devs...)
+	{"qdisc", 1, "", func(d *drawer) string {
+		r := d.r
+		dev := d.dev()
 		if k := pick(r, "pfifo", "fq_codel", "pfifo_fast"); k != "pfifo_fast" {
 			return fmt.Sprintf("qdisc: {dev: %s, kind: %s, limit: %d}", dev, k, pick(r, 0, 10, 1000))
 		}
 		return fmt.Sprintf("qdisc: {dev: %s, kind: pfifo_fast}", dev)
 	}},
-	{"affinity", 1, "", func(r *rand.Rand) string {
+	{"affinity", 1, "", func(d *drawer) string {
+		r := d.r
 		// min: 0, the kthreads exist only while threaded is on; no real-time
 		// or idle policy: a starved receiver is the lab's doing, not the kernel's.
 		switch r.IntN(3) {
@@ -110,10 +122,12 @@ var knobs = []knob{
 		}
 		return fmt.Sprintf(`irq: {match: 'virtio[0-9]+-input\.0', cpus: "%s"}`, pick(r, "0", "1", "0-1"))
 	}},
-	{"inject", 1, "", func(r *rand.Rand) string {
+	{"inject", 1, "", func(d *drawer) string {
+		r := d.r
 		return fmt.Sprintf("inject: {name: delay, armed: %v}", r.IntN(2) == 0)
 	}},
-	{"sleep", 2, "", func(r *rand.Rand) string {
+	{"sleep", 2, "", func(d *drawer) string {
+		r := d.r
 		return fmt.Sprintf("sleep: %dms", pick(r, 10, 50, 200))
 	}},
 }
@@ -141,11 +155,12 @@ type drawer struct {
 	r     *rand.Rand
 	ks    []knob
 	total int
-	delay bool // the program has a Delay: inject steps may be drawn
+	delay bool   // the program has a Delay: inject steps may be drawn
+	focus string // the device three steps in four turn
 }
 
 func newDrawer(r *rand.Rand, o Options, delay bool) *drawer {
-	d := &drawer{r: r, delay: delay}
+	d := &drawer{r: r, delay: delay, focus: pick(r, devs...)}
 	for _, k := range knobs {
 		if k.min == "" || !scenarios.ReleaseBefore(o.Release, k.min) {
 			d.ks = append(d.ks, k)
@@ -153,6 +168,19 @@ func newDrawer(r *rand.Rand, o Options, delay bool) *drawer {
 		}
 	}
 	return d
+}
+
+// dev is the device a step turns: the program's focus three times in
+// four. Bugs sit in orders of knobs on one device (threaded, down, threaded
+// again on eth0); a device drawn afresh each step seldom makes one.
+func (d *drawer) dev() string {
+	if d.r.IntN(4) < 3 {
+		return d.focus
+	}
+	if d.focus == devs[0] {
+		return devs[1]
+	}
+	return devs[0]
 }
 
 // step draws one step; inBranch steps are never repeated sleeps.
@@ -166,7 +194,7 @@ func (d *drawer) step() Step {
 			if k.name == "inject" && !d.delay {
 				break
 			}
-			st := Step{Kind: k.name, Action: k.gen(d.r)}
+			st := Step{Kind: k.name, Action: k.gen(d)}
 			if k.name != "sleep" && d.r.IntN(4) == 0 {
 				st.Repeat = fmt.Sprintf(", every: %dms, count: %d", pick(d.r, 20, 50, 100), 2+d.r.IntN(8))
 			}
