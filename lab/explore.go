@@ -60,7 +60,7 @@ counts. A folder explored before keeps its corpus and findings.`,
 	f.IntVar(&o.runs, "runs", 20, "programs to run (0: until --time)")
 	f.DurationVar(&o.time, "time", 0, "stop starting programs after this long")
 	f.Uint64Var(&o.seed, "seed", 1, "the first program's seed")
-	f.IntVar(&o.steps, "steps", 8, "timeline steps per program")
+	f.IntVar(&o.steps, "steps", explore.DefaultSteps, "timeline steps per program")
 	f.IntVar(&o.reruns, "reruns", 2, "runs of a candidate while minimizing before it counts as not failing")
 	f.StringVarP(&o.out, "out", "o", "results/explore", "folder for programs, runs, the corpus and findings")
 	f.IntVarP(&o.jobs, "jobs", "j", 1, "programs at once (guests; bounded by host cores and memory)")

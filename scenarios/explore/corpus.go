@@ -141,7 +141,7 @@ func (c *Corpus) Next(seed uint64, o Options) Program {
 // the generator's rules and at most twice Options.Steps entries.
 func Mutate(p, other Program, seed uint64, o Options) Program {
 	if o.Steps <= 0 {
-		o.Steps = 8
+		o.Steps = DefaultSteps
 	}
 	r := rand.New(rand.NewPCG(seed, 0x6d757461)) // "muta"
 	m := Program{Seed: seed, Parent: p.Seed, Steps: slices.Clone(p.Steps), Delay: p.Delay}
