@@ -1,6 +1,11 @@
 package main
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"napilab/results"
@@ -29,5 +34,42 @@ func TestExploreOutcome(t *testing.T) {
 	o := outcome(r)
 	if o.Verdict != "PASS" || !o.Reached.Refused["s2.1"] || o.Reached.Refused["s1"] || o.Reached.Calls["napi_disable"] != 4 {
 		t.Errorf("outcome %+v", o)
+	}
+}
+
+// TestExploreOnAKernel: lab explore runs generated programs on stock-6.1
+// and keeps them, the corpus and the runs; triage runs a finding folder's
+// reproducer on it (a clean kernel: not seen, exit 0).
+func TestExploreOnAKernel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots stock-6.1 four times")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (taps, namespaces)")
+	}
+	root, lab := buildLab(t)
+	out := t.TempDir()
+	cmd := exec.Command(lab, "explore", "-k", "kernels/stock-6.1.yaml", "--runs", "3", "--seed", "5001", "--steps", "6", "-o", out)
+	cmd.Dir = root
+	b, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(b), "3 programs in") || !strings.Contains(string(b), "0 findings") {
+		t.Fatalf("lab explore: %v\n%s", err, b)
+	}
+	progs, _ := filepath.Glob(filepath.Join(out, "programs", "explore-500*.yaml"))
+	if _, err := os.Stat(filepath.Join(out, "corpus.json")); err != nil || len(progs) != 3 {
+		t.Fatalf("corpus: %v; programs %v", err, progs)
+	}
+	finding := filepath.Join(out, "findings", "made-up")
+	data, _ := os.ReadFile(progs[0])
+	if err := os.MkdirAll(finding, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(finding, "minimized.yaml"), data, 0o644)
+	os.WriteFile(filepath.Join(finding, "finding.json"), []byte(`{"title": "hang in napi_set_threaded"}`), 0o644)
+	cmd = exec.Command(lab, "explore", "triage", finding, "-k", "kernels/stock-6.1.yaml", "--runs", "1")
+	cmd.Dir = root
+	b, err = cmd.CombinedOutput()
+	if err != nil || !regexp.MustCompile(`stock-6\.1 +6\.1\.\d+ \(1 PASS\)  not seen in 1 runs`).MatchString(string(b)) {
+		t.Fatalf("lab explore triage: %v\n%s", err, b)
 	}
 }

@@ -19,7 +19,7 @@ import (
 // 3-patch series, and a stored baseline stand in for side A only where it fits.
 func TestPerfControls(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds kernel variants and boots them ~50 times")
+		t.Skip("builds kernel variants and boots them ~65 times")
 	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (taps, namespaces)")
@@ -73,6 +73,16 @@ func TestPerfControls(t *testing.T) {
 		}
 		if !regexp.MustCompile(`(?m)^PASS, not exercised  perf nic-flood \[softirq\] on regress-napi-thread-repoll-sleep-6\.1`).MatchString(got) {
 			t.Errorf("want the softirq mode to PASS without reaching napi_threaded_poll:\n%s", got)
+		}
+	})
+	// A path, not a mode of NAPI: busy polling a threaded NAPI. The control
+	// backs off from it; its series is about busy-poll-threaded only.
+	t.Run("busy-poll control fails on busy polls", func(t *testing.T) {
+		got := run(t, exitFail, "run", "scenarios/perf/nic-flood.yaml", "-k", "kernels/regress-busy-poll-skips-threaded-6.1.yaml")
+		if !regexp.MustCompile(`(?m)^FAIL  perf nic-flood \[busy-poll-threaded\] on regress-busy-poll-skips-threaded-6\.1 against stock-6\.1`).MatchString(got) ||
+			!regexp.MustCompile(`FAIL napi\.polls\.any\.any\.busypoll per datagram -100\.0%`).MatchString(got) ||
+			strings.Contains(got, "[threaded] on ") {
+			t.Errorf("want the busy-poll-threaded mode alone, FAIL on busy polls per datagram:\n%s", got)
 		}
 	})
 	t.Run("cost control fails on a cost figure only", func(t *testing.T) {
