@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -47,7 +46,7 @@ func triage(cmd *cobra.Command, g *globalOptions, o *triageOptions, dir string) 
 	ctx := cmd.Context()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	var f explore.Finding
-	data, err := os.ReadFile(filepath.Join(dir, "finding.json"))
+	data, err := explore.ReadFinding(filepath.Join(dir, "finding.json"))
 	if err == nil {
 		err = json.Unmarshal(data, &f)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"napilab/internal/safefs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -301,7 +302,7 @@ func (e *explorer) save() error {
 // title found before is not minimized again.
 func (e *explorer) load() error {
 	if !e.cfg.Unguided {
-		data, err := os.ReadFile(e.corpusFile())
+		data, err := safefs.ReadRegular(e.corpusFile(), MaxCorpusSize)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 		case err != nil:
@@ -325,11 +326,11 @@ func (e *explorer) load() error {
 	}
 	olds, _ := filepath.Glob(filepath.Join(e.cfg.Out, "findings", "*", "finding.json"))
 	for _, path := range olds {
-		data, err := os.ReadFile(path)
+		f := &Finding{Dir: filepath.Dir(path)}
+		data, err := ReadFinding(path)
 		if err != nil {
 			return err
 		}
-		f := &Finding{Dir: filepath.Dir(path)}
 		if err := json.Unmarshal(data, f); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
@@ -337,6 +338,15 @@ func (e *explorer) load() error {
 	}
 	return nil
 }
+
+// Caps of what explore reads back from a folder (hostile: anyone's).
+const (
+	MaxCorpusSize  = 64 << 20 // a 2-hour exploration's corpus.json: 180 KB
+	MaxFindingSize = 1 << 20  // a finding.json: 200 bytes
+)
+
+// ReadFinding reads a finding.json, capped.
+func ReadFinding(path string) ([]byte, error) { return safefs.ReadRegular(path, MaxFindingSize) }
 
 var nonSlug = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 

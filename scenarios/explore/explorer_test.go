@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 )
 
@@ -205,5 +206,29 @@ func TestSlug(t *testing.T) {
 		if got := Slug(title); got != want {
 			t.Errorf("Slug(%q) = %q, want %q", title, got, want)
 		}
+	}
+}
+
+// TestExploreReadsBackCapped: what a folder holds is anyone's: a corpus
+// that is a FIFO and a finding.json over its cap are refused, not read
+// (nor waited on).
+func TestExploreReadsBackCapped(t *testing.T) {
+	never := func(context.Context, Program, string) (Outcome, error) {
+		t.Fatal("a program ran")
+		return Outcome{}, nil
+	}
+	out := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(out, "corpus.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Explore(context.Background(), quiet(Config{Runs: 1, Out: out}), never); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a FIFO corpus: %v", err)
+	}
+	out = t.TempDir()
+	big := filepath.Join(out, "findings", "x")
+	os.MkdirAll(big, 0o755)
+	os.WriteFile(filepath.Join(big, "finding.json"), make([]byte, MaxFindingSize+1), 0o644)
+	if _, err := Explore(context.Background(), quiet(Config{Runs: 1, Out: out}), never); err == nil || !strings.Contains(err.Error(), "over the limit") {
+		t.Errorf("a finding.json over its cap: %v", err)
 	}
 }
