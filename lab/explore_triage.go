@@ -102,24 +102,11 @@ func triage(cmd *cobra.Command, g *globalOptions, o *triageOptions, dir string) 
 			line = fmt.Sprintf("not seen in %d runs", o.runs)
 		}
 		has = has || same > 0
-		fmt.Fprintf(stdout, "  %-28s %s (%s)  %s\n", spec.Name, cfg.Kernel.Release, verdictCounts(counts), line)
+		_, seen := verdictCounts(counts)
+		fmt.Fprintf(stdout, "  %-28s %s (%s)  %s\n", spec.Name, cfg.Kernel.Release, seen, line)
 	}
 	if has {
 		return &exitCodeError{code: exitFail}
 	}
 	return nil
-}
-
-// verdictCounts is "2 FAIL, 1 PASS": the verdicts seen, worst first.
-func verdictCounts(counts map[string]int) string {
-	out := ""
-	for _, v := range []results.Verdict{results.Fail, results.Error, results.Inconclusive, results.Pass} {
-		if n := counts[string(v)]; n > 0 {
-			if out != "" {
-				out += ", "
-			}
-			out += fmt.Sprintf("%d %s", n, v)
-		}
-	}
-	return out
 }

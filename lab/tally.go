@@ -70,19 +70,25 @@ func (t *tallyWriter) line(s string) {
 func (t *tallyWriter) summary(took time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := 0
+	n, line := verdictCounts(t.counts)
+	if n < 2 {
+		return
+	}
+	fmt.Fprintf(t.w, "\n%d verdicts in %s: %s\n", n, took.Round(time.Second), line)
+	for _, s := range t.bad {
+		fmt.Fprintf(t.w, "  %s\n", s)
+	}
+}
+
+// verdictCounts is how many verdicts counts holds and their line ("3 PASS,
+// 1 FAIL"), in summary order.
+func verdictCounts(counts map[string]int) (n int, line string) {
 	var parts []string
 	for _, v := range tallied {
-		if c := t.counts[v]; c > 0 {
+		if c := counts[v]; c > 0 {
 			n += c
 			parts = append(parts, fmt.Sprintf("%d %s", c, v))
 		}
 	}
-	if n < 2 {
-		return
-	}
-	fmt.Fprintf(t.w, "\n%d verdicts in %s: %s\n", n, took.Round(time.Second), strings.Join(parts, ", "))
-	for _, s := range t.bad {
-		fmt.Fprintf(t.w, "  %s\n", s)
-	}
+	return n, strings.Join(parts, ", ")
 }
