@@ -146,7 +146,7 @@ func runExplore(cmd *cobra.Command, g *globalOptions, o *exploreOptions) error {
 	}
 	v := sum.Verdicts
 	fmt.Fprintf(stdout, "%d programs in %s: %d PASS, %d FAIL, %d ERROR; %d features, corpus %d; %d findings\n", sum.Programs(),
-		sum.Took.Round(time.Second), v[string(results.Pass)], v[string(results.Fail)], v[string(results.Error)], sum.Features, sum.Corpus, len(sum.Findings))
+		sum.Took.Round(time.Second), v[results.Pass], v[results.Fail], v[results.Error], sum.Features, sum.Corpus, len(sum.Findings))
 	for _, f := range sum.Findings {
 		fmt.Fprintf(stdout, "FINDING  %s  (seeds %v): %s\n", f.Title, f.Seeds, filepath.Join(f.Dir, "minimized.yaml"))
 	}
@@ -155,7 +155,7 @@ func runExplore(cmd *cobra.Command, g *globalOptions, o *exploreOptions) error {
 		return ctx.Err()
 	case len(sum.Findings) > 0:
 		return &exitCodeError{code: exitFail}
-	case v[string(results.Error)] > 0 && v[string(results.Pass)] == 0:
+	case v[results.Error] > 0 && v[results.Pass] == 0:
 		return &exitCodeError{code: exitError, err: fmt.Errorf("every program ended ERROR: see %s", filepath.Join(o.out, "runs"))}
 	}
 	return nil
@@ -165,7 +165,7 @@ func runExplore(cmd *cobra.Command, g *globalOptions, o *exploreOptions) error {
 // differs between programs taken out, the steps the kernel refused and the
 // calls counted.
 func outcome(r *results.Result) explore.Outcome {
-	out := explore.Outcome{Verdict: string(r.Verdict), Title: dedupTitle(r),
+	out := explore.Outcome{Verdict: r.Verdict, Title: dedupTitle(r),
 		Reached: explore.Reached{Refused: map[string]bool{}, Calls: map[string]uint64{}}}
 	for _, st := range r.Steps {
 		if st.Tolerated > 0 {

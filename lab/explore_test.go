@@ -32,7 +32,7 @@ func TestExploreOutcome(t *testing.T) {
 		Steps:    []results.Step{{Name: "s1"}, {Name: "s2.1", Tolerated: 3}},
 		Coverage: &results.Coverage{Funcs: []results.FuncCalls{{CoverFunc: results.CoverFunc{Func: "napi_disable"}, Calls: 4}}}}
 	o := outcome(r)
-	if o.Verdict != "PASS" || !o.Reached.Refused["s2.1"] || o.Reached.Refused["s1"] || o.Reached.Calls["napi_disable"] != 4 {
+	if o.Verdict != results.Pass || !o.Reached.Refused["s2.1"] || o.Reached.Refused["s1"] || o.Reached.Calls["napi_disable"] != 4 {
 		t.Errorf("outcome %+v", o)
 	}
 }

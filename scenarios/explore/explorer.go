@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"napilab/internal/safefs"
+	"napilab/results"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,7 +18,7 @@ import (
 
 // Outcome is what one run of a program showed, as explore needs it.
 type Outcome struct {
-	Verdict string // PASS, FAIL, ERROR or INCONCLUSIVE
+	Verdict results.Verdict
 	Title   string // the FAIL's title (a splat, a hang, an invariant)
 	Reached Reached
 }
@@ -52,7 +53,7 @@ type Finding struct {
 
 // Summary is what an exploration did.
 type Summary struct {
-	Verdicts map[string]int
+	Verdicts map[results.Verdict]int
 	Findings []*Finding // in the order found
 	Features int        // distinct features the runs reached
 	Corpus   int        // programs kept for mutation
@@ -95,7 +96,7 @@ func Explore(ctx context.Context, cfg Config, run Run) (Summary, error) {
 	cfg.Jobs = max(cfg.Jobs, 1)
 	cfg.Reruns = max(cfg.Reruns, 1)
 	e := &explorer{cfg: cfg, run: run, start: time.Now(), findings: map[string]*Finding{},
-		sum: Summary{Verdicts: map[string]int{}}}
+		sum: Summary{Verdicts: map[results.Verdict]int{}}}
 	if err := os.MkdirAll(filepath.Join(cfg.Out, "findings"), 0o755); err != nil {
 		return e.sum, err
 	}
@@ -182,7 +183,7 @@ func (e *explorer) judged(i int, p Program, out Outcome, took time.Duration) (*F
 	defer e.mu.Unlock()
 	e.sum.Verdicts[out.Verdict]++
 	grew := ""
-	if !e.cfg.Unguided && out.Verdict != "ERROR" {
+	if !e.cfg.Unguided && out.Verdict != results.Error {
 		if n := e.corpus.Add(p, Features(p, out.Reached)); n > 0 {
 			grew = fmt.Sprintf(", +%d features", n)
 			if err := e.save(); err != nil && e.err == nil {
@@ -192,7 +193,7 @@ func (e *explorer) judged(i int, p Program, out Outcome, took time.Duration) (*F
 	}
 	fmt.Fprintf(e.cfg.Progress, "%4d  seed %-7d %-5s %s  (%d steps, %.1fs%s; %s)\n", i+1, p.Seed, out.Verdict, out.Title,
 		p.Size(), took.Seconds(), grew, e.rates())
-	if out.Verdict != "FAIL" {
+	if out.Verdict != results.Fail {
 		return nil, false
 	}
 	if f, ok := e.findings[out.Title]; ok {
@@ -245,7 +246,7 @@ func (e *explorer) minimize(ctx context.Context, f *Finding, p Program) error {
 			if err != nil {
 				return false, err
 			}
-			if out.Verdict == "FAIL" && out.Title == f.Title {
+			if out.Verdict == results.Fail && out.Title == f.Title {
 				fmt.Fprintf(e.cfg.Log, "  candidate %d (%d steps): reproduced\n", tried, c.Size())
 				return true, nil
 			}

@@ -3,6 +3,7 @@ package explore
 import (
 	"context"
 	"io"
+	"napilab/results"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,11 +41,11 @@ func hang73(ctx context.Context, p Program, _ string) (Outcome, error) {
 	reached := Reached{Calls: map[string]uint64{"napi_disable": calls}}
 	switch {
 	case xdp:
-		return Outcome{Verdict: "ERROR", Title: "could not attach XDP"}, nil
+		return Outcome{Verdict: results.Error, Title: "could not attach XDP"}, nil
 	case hung:
-		return Outcome{Verdict: "FAIL", Title: "hang in napi_set_threaded", Reached: reached}, nil
+		return Outcome{Verdict: results.Fail, Title: "hang in napi_set_threaded", Reached: reached}, nil
 	}
-	return Outcome{Verdict: "PASS", Reached: reached}, nil
+	return Outcome{Verdict: results.Pass, Reached: reached}, nil
 }
 
 func quiet(c Config) Config {
@@ -84,7 +85,7 @@ func TestExploreFinds(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if sum.Verdicts["ERROR"] == 0 || sum.Programs() != 150 || sum.Corpus == 0 {
+	if sum.Verdicts[results.Error] == 0 || sum.Programs() != 150 || sum.Corpus == 0 {
 		t.Errorf("summary %+v: want ERRORs among 150 programs and a corpus", sum)
 	}
 	if _, err := os.Stat(filepath.Join(out, "corpus.json")); err != nil {
@@ -115,7 +116,7 @@ func TestExploreCancel(t *testing.T) {
 		if runs.Add(1) == 20 {
 			cancel()
 		}
-		return Outcome{Verdict: "PASS", Reached: Reached{Calls: map[string]uint64{"f": uint64(runs.Load())}}}, nil
+		return Outcome{Verdict: results.Pass, Reached: Reached{Calls: map[string]uint64{"f": uint64(runs.Load())}}}, nil
 	}
 	sum, err := Explore(ctx, quiet(Config{Seed: 1, Runs: 1000, Jobs: 2, Out: out}), run)
 	if err != context.Canceled || runs.Load() > 22 {
@@ -153,9 +154,9 @@ func deep(ctx context.Context, p Program, _ string) (Outcome, error) {
 	}
 	walk(p.Steps)
 	if hung {
-		return Outcome{Verdict: "FAIL", Title: "hang"}, nil
+		return Outcome{Verdict: results.Fail, Title: "hang"}, nil
 	}
-	return Outcome{Verdict: "PASS", Reached: Reached{Calls: map[string]uint64{"channels while down": changed}}}, nil
+	return Outcome{Verdict: results.Pass, Reached: Reached{Calls: map[string]uint64{"channels while down": changed}}}, nil
 }
 
 // BenchmarkExploreGuided measures the programs the corpus-guided search
@@ -168,7 +169,7 @@ func BenchmarkExploreGuided(b *testing.B) {
 		run := func(ctx context.Context, p Program, name string) (Outcome, error) {
 			o, err := kernel(ctx, p, name)
 			n++
-			if o.Verdict == "FAIL" {
+			if o.Verdict == results.Fail {
 				return o, context.Canceled
 			}
 			return o, err
