@@ -255,14 +255,22 @@ func (e *explorer) minimize(ctx context.Context, f *Finding, p Program) error {
 		return false, nil
 	}
 	m, err := Minimize(p, judge)
-	if err != nil && ctx.Err() == nil {
+	took := time.Since(start).Round(time.Second)
+	if ctx.Err() != nil {
+		// Cut short: the smallest program so far, but no finding.json, so
+		// that a resumed exploration minimizes the title again.
+		header += fmt.Sprintf("\nminimization interrupted at %d of %d steps (%d candidates, %s)", m.Size(), p.Size(), tried, took)
+		return os.WriteFile(filepath.Join(f.Dir, "partial.yaml"), m.YAML(name, header), 0o644)
+	}
+	if err != nil {
 		return err
 	}
-	header += fmt.Sprintf("\nminimized from %d to %d steps (%d candidates, %s)", p.Size(), m.Size(), tried, time.Since(start).Round(time.Second))
+	header += fmt.Sprintf("\nminimized from %d to %d steps (%d candidates, %s)", p.Size(), m.Size(), tried, took)
 	path := filepath.Join(f.Dir, "minimized.yaml")
 	if err := os.WriteFile(path, m.YAML(name, header), 0o644); err != nil {
 		return err
 	}
+	_ = os.Remove(filepath.Join(f.Dir, "partial.yaml")) // an earlier, interrupted try's
 	e.mu.Lock()
 	f.Minimized = m.Size()
 	data, _ := json.MarshalIndent(f, "", "  ")
@@ -270,7 +278,7 @@ func (e *explorer) minimize(ctx context.Context, f *Finding, p Program) error {
 	if err := os.WriteFile(filepath.Join(f.Dir, "finding.json"), append(data, '\n'), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.cfg.Progress, "  finding: %s, minimized from %d to %d steps in %s: %s\n", f.Title, p.Size(), m.Size(), time.Since(start).Round(time.Second), path)
+	fmt.Fprintf(e.cfg.Progress, "  finding: %s, minimized from %d to %d steps in %s: %s\n", f.Title, p.Size(), m.Size(), took, path)
 	return nil
 }
 

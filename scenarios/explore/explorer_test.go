@@ -233,3 +233,40 @@ func TestExploreReadsBackCapped(t *testing.T) {
 		t.Errorf("a finding.json over its cap: %v", err)
 	}
 }
+
+// TestExploreInterruptedMinimization: a cancel during minimization leaves
+// the smallest program so far as partial.yaml and no finding.json, so a
+// resumed exploration of the folder minimizes the title again, whole.
+func TestExploreInterruptedMinimization(t *testing.T) {
+	out := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	var candidates atomic.Int64
+	run := func(ctx context.Context, p Program, name string) (Outcome, error) {
+		if strings.HasPrefix(name, "min-") && candidates.Add(1) == 3 {
+			cancel()
+		}
+		return hang73(ctx, p, name)
+	}
+	cfg := quiet(Config{Kernel: "fake-7.3", Options: Options{Release: "7.3"}, Seed: 1, Runs: 150, Reruns: 1, Out: out})
+	if _, err := Explore(ctx, cfg, run); err != context.Canceled {
+		t.Fatalf("err %v, want the cancel", err)
+	}
+	dir := filepath.Join(out, "findings", Slug("hang in napi_set_threaded"))
+	if _, err := os.Stat(filepath.Join(dir, "finding.json")); !os.IsNotExist(err) {
+		t.Errorf("finding.json after an interrupted minimization: %v", err)
+	}
+	if part, err := os.ReadFile(filepath.Join(dir, "partial.yaml")); err != nil || !strings.Contains(string(part), "# minimization interrupted at") {
+		t.Errorf("partial.yaml: %v\n%s", err, part)
+	}
+
+	sum, err := Explore(context.Background(), cfg, hang73)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Findings) != 1 || sum.Findings[0].Minimized != 2 {
+		t.Fatalf("resumed: findings %+v, want the hang minimized to 2 steps", sum.Findings)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "partial.yaml")); !os.IsNotExist(err) {
+		t.Errorf("partial.yaml outlived the whole minimization: %v", err)
+	}
+}
