@@ -49,7 +49,8 @@ type Perf struct {
 }
 
 // Budget bounds how far one figure may move against the baseline, in one
-// direction: exactly one of MaxDrop and MaxRise (two budgets for both).
+// direction: exactly one of MaxDrop, MaxRise and MaxAbove (two budgets for
+// both directions).
 type Budget struct {
 	// Metric is a figure name as lab compare prints it: a metric name
 	// (softirqs.NET_RX.cpu0, optionally with /s for its rate), a load's
@@ -58,10 +59,18 @@ type Budget struct {
 	Metric  string  `yaml:"metric"`
 	MaxDrop Percent `yaml:"max_drop"` // largest allowed drop, like 5%
 	MaxRise Percent `yaml:"max_rise"` // largest allowed rise, like 10%
+	// MaxAbove is the largest allowed rise in the figure's own units over
+	// the baseline's median, like 0.02 (NET_RX softirqs per datagram): for
+	// a figure whose baseline is about 0, where a percentage of it means
+	// nothing.
+	MaxAbove float64 `yaml:"max_above" jsonschema:"exclusiveMinimum=0"`
 	// Noise is the figure's measured run-to-run coefficient of variation
 	// under TCG (n=10), written down with the budget; it sets the runs the
 	// budget needs.
 	Noise Percent `yaml:"noise"`
+	// Spread is a max_above budget's noise: the figure's run-to-run
+	// standard deviation in its own units.
+	Spread float64 `yaml:"spread" jsonschema:"exclusiveMinimum=0"`
 	// Modes are the perf modes the budget holds in (default all): a
 	// figure's noise and meaning can differ from mode to mode.
 	Modes []string `yaml:"modes"`
@@ -144,26 +153,61 @@ const (
 	PerfPower     = 0.8
 )
 
-// Bounds returns the budget's figure and its tolerances as fractions (0 for
-// the direction it does not bound).
-func (b *Budget) Bounds() (metric string, maxDrop, maxRise float64) {
-	return b.Metric, float64(b.MaxDrop), float64(b.MaxRise)
+// Bounds returns the budget's figure, its tolerances as fractions and its
+// MaxAbove (0 for what it does not bound).
+func (b *Budget) Bounds() (metric string, maxDrop, maxRise, maxAbove float64) {
+	return b.Metric, float64(b.MaxDrop), float64(b.MaxRise), b.MaxAbove
 }
 
-// Tolerance returns the budget's direction ("max_drop" or "max_rise") and
-// its tolerance.
-func (b *Budget) Tolerance() (string, Percent) {
-	if b.MaxDrop > 0 {
-		return "max_drop", b.MaxDrop
+// Tolerance returns the budget's key ("max_drop", "max_rise" or
+// "max_above") and its tolerance as written ("5%", "0.02").
+func (b *Budget) Tolerance() (string, string) {
+	switch {
+	case b.MaxDrop > 0:
+		return "max_drop", b.MaxDrop.String()
+	case b.MaxAbove > 0:
+		return "max_above", strconv.FormatFloat(b.MaxAbove, 'g', -1, 64)
 	}
-	return "max_rise", b.MaxRise
+	return "max_rise", b.MaxRise.String()
+}
+
+// bounds counts the directions the budget bounds.
+func (b *Budget) bounds() int {
+	n := 0
+	for _, set := range []bool{b.MaxDrop > 0, b.MaxRise > 0, b.MaxAbove != 0} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+// noise is the budget's run-to-run noise on its tolerance's scale (CV for
+// a percentage, Spread for MaxAbove) and the tolerance, both as numbers,
+// and the noise as written ("3%", "0.004").
+func (b *Budget) noise() (noise, tol float64, written string) {
+	switch {
+	case b.MaxAbove != 0:
+		return b.Spread, b.MaxAbove, strconv.FormatFloat(b.Spread, 'g', -1, 64)
+	case b.MaxDrop > 0:
+		return float64(b.Noise), float64(b.MaxDrop), b.Noise.String()
+	}
+	return float64(b.Noise), float64(b.MaxRise), b.Noise.String()
+}
+
+// noiseKind names what noise() returns: "spread" for MaxAbove, else kind.
+func (b *Budget) noiseKind(kind string) string {
+	if b.MaxAbove != 0 {
+		return "spread"
+	}
+	return kind
 }
 
 // RunsNeeded returns the runs per side the budget needs at its noise
 // (stats.RunsNeeded at PerfPower), or 0 when its noise is not given.
 func (b *Budget) RunsNeeded(alpha float64) int {
-	_, tol := b.Tolerance()
-	return stats.RunsNeeded(float64(b.Noise), float64(tol), alpha, PerfPower)
+	noise, tol, _ := b.noise()
+	return stats.RunsNeeded(noise, tol, alpha, PerfPower)
 }
 
 // MinRepeat is the fewest runs per side at which the rank test can reach
@@ -272,13 +316,12 @@ func (k *checker) perf() {
 	k.modes()
 	for _, b := range p.Budgets {
 		k.budget(b)
-		if !alphaOK || b.Noise == 0 || (b.MaxDrop > 0) == (b.MaxRise > 0) {
+		if noise, _, written := b.noise(); !alphaOK || noise == 0 || b.bounds() != 1 {
 			continue
-		}
-		if n := b.RunsNeeded(p.Alpha); n > p.Repeat {
+		} else if n := b.RunsNeeded(p.Alpha); n > p.Repeat {
 			dir, tol := b.Tolerance()
-			c.warn(b.Pos, "budget %s %v on %s is tighter than the noise allows: at CV %v it needs %d runs per side (%g%% power), repeat is %d",
-				dir, tol, b.Metric, b.Noise, n, PerfPower*100, p.Repeat)
+			c.warn(b.Pos, "budget %s %s on %s is tighter than the noise allows: at %s %s it needs %d runs per side (%g%% power), repeat is %d",
+				dir, tol, b.Metric, b.noiseKind("CV"), written, n, PerfPower*100, p.Repeat)
 		}
 	}
 }
@@ -319,8 +362,20 @@ func (k *checker) modes() {
 
 func (k *checker) budget(b *Budget) {
 	c := k.c
-	if (b.MaxDrop > 0) == (b.MaxRise > 0) {
-		c.add(b.Pos, "budget on %s needs exactly one of max_drop and max_rise (two budgets bound both directions)", or(b.Metric, "?"))
+	if b.bounds() != 1 {
+		c.add(b.Pos, "budget on %s needs exactly one of max_drop, max_rise and max_above (two budgets bound both directions)", or(b.Metric, "?"))
+	}
+	if b.MaxAbove < 0 {
+		c.add(b.Pos, "budget max_above %g: want more than 0, in the figure's own units", b.MaxAbove)
+	}
+	if b.Spread < 0 {
+		c.add(b.Pos, "budget spread %g: want more than 0, in the figure's own units", b.Spread)
+	}
+	if b.MaxAbove > 0 && b.Noise > 0 {
+		c.add(b.Pos, "budget max_above on %s: its noise is spread: (a standard deviation in the figure's units), not noise: (a percentage)", or(b.Metric, "?"))
+	}
+	if b.MaxAbove == 0 && b.Spread > 0 {
+		c.add(b.Pos, "budget spread on %s: only a max_above budget has a spread; max_drop and max_rise have noise: (a percentage)", or(b.Metric, "?"))
 	}
 	for _, t := range []struct {
 		key string
@@ -462,15 +517,15 @@ func explainPerf(w io.Writer, p *Perf) {
 	}
 	for _, b := range p.Budgets {
 		dir, tol := b.Tolerance()
-		verb := map[string]string{"max_drop": "drops", "max_rise": "rises"}[dir]
+		verb := map[string]string{"max_drop": "drops", "max_rise": "rises", "max_above": "rises above the baseline's median"}[dir]
 		noise := "noise not measured"
-		if b.Noise > 0 {
-			noise = fmt.Sprintf("noise %v: needs %d runs per side at %g%% power", b.Noise, b.RunsNeeded(p.Alpha), PerfPower*100)
+		if n, _, written := b.noise(); n > 0 {
+			noise = fmt.Sprintf("%s %s: needs %d runs per side at %g%% power", b.noiseKind("noise"), written, b.RunsNeeded(p.Alpha), PerfPower*100)
 		}
 		in := ""
 		if len(b.Modes) > 0 {
 			in = " in mode " + strings.Join(b.Modes, ", ")
 		}
-		fmt.Fprintf(w, "  - FAIL if %s %s by more than %v%s (%s) (line %d)\n", b.Metric, verb, tol, in, noise, b.Pos.Line)
+		fmt.Fprintf(w, "  - FAIL if %s %s by more than %s%s (%s) (line %d)\n", b.Metric, verb, tol, in, noise, b.Pos.Line)
 	}
 }

@@ -20,10 +20,10 @@ func TestPerfGood(t *testing.T) {
 	if p == nil || p.Baseline != BaselineBase || p.Repeat != 10 || p.Alpha != DefaultAlpha || len(p.Budgets) != 7 {
 		t.Fatalf("perf = %+v", p)
 	}
-	if m, drop, rise := p.Budgets[0].Bounds(); m != "udp.rx_pps" || drop != 0.05 || rise != 0 {
+	if m, drop, rise, _ := p.Budgets[0].Bounds(); m != "udp.rx_pps" || drop != 0.05 || rise != 0 {
 		t.Errorf("budget 0 bounds = %q %g %g", m, drop, rise)
 	}
-	if m, drop, rise := p.Budgets[3].Bounds(); m != "interrupts.CAL/s" || drop != 0 || rise != 0.125 {
+	if m, drop, rise, _ := p.Budgets[3].Bounds(); m != "interrupts.CAL/s" || drop != 0 || rise != 0.125 {
 		t.Errorf("budget 3 bounds = %q %g %g", m, drop, rise)
 	}
 	if b := p.Budgets[0]; b.Noise != 0.03 || b.Pos.String() != "testdata/perf/good.yaml:23:7" {
@@ -92,7 +92,7 @@ func TestPerfRules(t *testing.T) {
 		{"unknown load", "    - {metric: m.rx_pps, max_drop: 5%}\n", `(did you mean "l.rx_pps"?)`},
 		{"typo", "    - {metric: softnet.procesed, max_drop: 5%}\n", `(did you mean "softnet.processed"?)`},
 		{"99.9% is a tolerance", "    - {metric: l.rx_pps, max_rise: 99.9%}\n", ""},
-		{"both directions", "    - {metric: l.rx_pps, max_rise: 5%, max_drop: 5%}\n", "x.yaml:11:7: budget on l.rx_pps needs exactly one of max_drop and max_rise"},
+		{"both directions", "    - {metric: l.rx_pps, max_rise: 5%, max_drop: 5%}\n", "x.yaml:11:7: budget on l.rx_pps needs exactly one of max_drop, max_rise and max_above"},
 		{"rise of 100%", "    - {metric: l.rx_pps, max_rise: 100%}\n", "budget max_rise 100%: want less than 100%"},
 		{"fraction", "    - {metric: l.rx_pps, max_rise: 0.1}\n", `x.yaml:11:36: bad percentage "0.1" in max_rise: want a number above 0 with a % sign`},
 	} {

@@ -18,11 +18,18 @@ const budgetPower = 0.8
 const budgetMethod = "A budget FAILs when the change is beyond the noise and its point estimate past the budget, " +
 	"PASSes when the interval's worse end is within the budget, and is INCONCLUSIVE otherwise"
 
+// aboveMethod is said when a budget is in the figure's units.
+const aboveMethod = "; a budget in the figure's units (max_above) is decided on the difference of the medians instead of their ratio"
+
 // Budget bounds how far one metric may move against its baseline.
 type Budget struct {
 	Metric  string  `json:"metric"`             // a figure name, as lab compare's rows
 	MaxDrop float64 `json:"max_drop,omitempty"` // fraction (0.05 = 5 %); 0: not bounded
 	MaxRise float64 `json:"max_rise,omitempty"` // fraction (0.10 = 10 %); 0: not bounded
+	// MaxAbove bounds the rise in the figure's own units (B's median minus
+	// A's), for a figure whose baseline is about 0 where a ratio of medians
+	// is noise over noise; 0: not bounded. It goes alone, without the others.
+	MaxAbove float64 `json:"max_above,omitempty"`
 }
 
 // BudgetResult is the verdict of one budget.
@@ -33,6 +40,16 @@ type BudgetResult struct {
 	CV      float64         `json:"cv"`               // pooled run-to-run coefficient of variation (see budgetCV); NaN when no side has one
 	Needed  int             `json:"needed,omitempty"` // runs per side that would decide, when Inconclusive
 	Reason  string          `json:"reason"`           // one line for humans
+	// Shift is B's median minus A's with its bootstrap 95% interval, for a
+	// MaxAbove budget (nil for the others).
+	Shift *Shift `json:"shift,omitempty"`
+}
+
+// Shift is a difference of medians and its interval, in the figure's units.
+type Shift struct {
+	Diff float64 `json:"diff"`
+	Lo   float64 `json:"lo"`
+	Hi   float64 `json:"hi"`
 }
 
 // PerfCheck is the verdict of a candidate kernel's runs against a baseline's
@@ -81,10 +98,16 @@ func CheckBudgets(baseline, candidate string, samples []Sample, budgets []Budget
 			row = CompareRow{Metric: b.Metric, A: cmpSummarize(nil), B: cmpSummarize(nil),
 				Ratio: math.NaN(), RatioLo: math.NaN(), RatioHi: math.NaN(), P: math.NaN()}
 		}
-		if row.A.Median == 0 && row.B.Median == 0 {
+		var br BudgetResult
+		switch {
+		case b.MaxAbove > 0:
+			br = p.decideAbove(b, row, budgetShift(row, samples, baseline, candidate, seed))
+		case row.A.Median == 0 && row.B.Median == 0:
 			row = budgetBothZero(row, samples, baseline, candidate, seed)
+			fallthrough
+		default:
+			br = p.decide(b, row)
 		}
-		br := p.decide(b, row)
 		if br.Verdict.Worse(p.Verdict) {
 			p.Verdict = br.Verdict
 		}
@@ -96,9 +119,21 @@ func CheckBudgets(baseline, candidate string, samples []Sample, budgets []Budget
 // budgetBothZero takes a ratio of 0/0 as 1 and bootstraps its interval,
 // which Compare leaves undefined.
 func budgetBothZero(row CompareRow, samples []Sample, a, b string, seed int64) CompareRow {
-	var xa, xb []float64
+	xa, xb := budgetValues(row.Metric, samples, a, b)
+	row.Ratio = 1
+	row.RatioLo, row.RatioHi = cmpBootstrap(xa, xb, budgetRand(row.Metric, seed), cmpRatio)
+	note := "both medians are 0: the ratio is taken as 1"
+	if row.Note != "" {
+		note = row.Note + "; " + note
+	}
+	row.Note = note
+	return row
+}
+
+// budgetValues are each side's finite values of a metric.
+func budgetValues(metric string, samples []Sample, a, b string) (xa, xb []float64) {
 	for _, s := range samples {
-		if s.Metric != row.Metric || math.IsNaN(s.Value) || math.IsInf(s.Value, 0) {
+		if s.Metric != metric || math.IsNaN(s.Value) || math.IsInf(s.Value, 0) {
 			continue
 		}
 		switch s.Kernel {
@@ -108,16 +143,124 @@ func budgetBothZero(row CompareRow, samples []Sample, a, b string, seed int64) C
 			xb = append(xb, s.Value)
 		}
 	}
+	return xa, xb
+}
+
+// budgetRand is the bootstrap's generator for a metric: the seed and the
+// metric's name, as Compare's.
+func budgetRand(metric string, seed int64) *rand.Rand {
 	h := fnv.New64a()
-	h.Write([]byte(row.Metric))
-	row.Ratio = 1
-	row.RatioLo, row.RatioHi = cmpBootstrap(xa, xb, rand.New(rand.NewPCG(uint64(seed), h.Sum64())))
-	note := "both medians are 0: the ratio is taken as 1"
-	if row.Note != "" {
-		note = row.Note + "; " + note
+	h.Write([]byte(metric))
+	return rand.New(rand.NewPCG(uint64(seed), h.Sum64()))
+}
+
+// budgetShift is B's median minus A's with its bootstrap interval (nil
+// when a side has no values).
+func budgetShift(row CompareRow, samples []Sample, a, b string, seed int64) *Shift {
+	xa, xb := budgetValues(row.Metric, samples, a, b)
+	if len(xa) == 0 || len(xb) == 0 {
+		return nil
 	}
-	row.Note = note
-	return row
+	lo, hi := cmpBootstrap(xa, xb, budgetRand(row.Metric, seed), func(ma, mb float64) float64 { return mb - ma })
+	return &Shift{Diff: row.B.Median - row.A.Median, Lo: lo, Hi: hi}
+}
+
+// decideAbove decides a MaxAbove budget as decide does a MaxRise one, on
+// the shift instead of the ratio: FAIL when the shift is beyond the noise
+// (p < alpha, its interval excludes 0) and past MaxAbove, PASS when its
+// interval's upper end is within, INCONCLUSIVE otherwise, with the runs a
+// decision would need from the pooled spread (IQR/1.349) over MaxAbove.
+func (p *PerfCheck) decideAbove(b Budget, row CompareRow, sh *Shift) BudgetResult {
+	r := BudgetResult{Budget: b, Row: row, CV: budgetCV(row.A, row.B), Shift: sh}
+	switch {
+	case b.MaxDrop > 0 || b.MaxRise > 0:
+		r.Verdict, r.Reason = results.Error, row.Metric+": a max_above budget bounds nothing else (one budget per bound)"
+		return r
+	case sh == nil:
+		r.Verdict, r.Reason = results.Error, row.Metric+": no values from "+p.missing(row)
+		return r
+	}
+	head := row.Metric + " " + r.Change()
+	if !math.IsNaN(row.P) {
+		head += " p=" + strconv.FormatFloat(row.P, 'g', 2, 64)
+	}
+	head += ", budget " + b.String()
+	beyond := row.P < p.Alpha && (sh.Lo > 0 || sh.Hi < 0)
+	switch {
+	case beyond && sh.Diff > b.MaxAbove:
+		r.Verdict, r.Reason = results.Fail, head+": beyond the noise and the budget"
+		return r
+	case sh.Hi <= b.MaxAbove:
+		r.Verdict, r.Reason = results.Pass, head+": within budget"
+		return r
+	}
+	r.Verdict = results.Inconclusive
+	sd := budgetSD(row.A, row.B)
+	r.Needed = RunsNeeded(sd, b.MaxAbove, p.Alpha, budgetPower)
+	if r.Needed == 0 {
+		r.Needed = minRuns(p.Alpha)
+	}
+	n := strconv.Itoa(row.A.N)
+	if row.A.N != row.B.N {
+		n += " vs " + strconv.Itoa(row.B.N)
+	}
+	if r.Needed > max(row.A.N, row.B.N) {
+		r.Reason = fmt.Sprintf("%s: the noise (spread %s) hides a rise of %s at n=%s; about %d runs per side would decide",
+			head, FormatNum(sd), FormatNum(b.MaxAbove), n, r.Needed)
+	} else {
+		r.Reason = fmt.Sprintf("%s: the change is too close to the budget to decide at n=%s (spread %s); more runs per side would narrow the interval",
+			head, n, FormatNum(sd))
+	}
+	return r
+}
+
+// missing names the side(s) without values.
+func (p *PerfCheck) missing(row CompareRow) string {
+	switch {
+	case row.A.N == 0 && row.B.N == 0:
+		return "either side"
+	case row.A.N == 0:
+		return "the baseline " + p.Baseline
+	}
+	return "the candidate " + p.Candidate
+}
+
+// budgetSD is the pooled run-to-run spread of both sides in the figure's
+// units: per side the robust IQR/1.349, the root-mean-square of the sides
+// with two values or more.
+func budgetSD(a, b Summary) float64 {
+	var sum float64
+	var n int
+	for _, s := range []Summary{a, b} {
+		if s.N < 2 {
+			continue
+		}
+		sd := (s.Q3 - s.Q1) / 1.349
+		sum += sd * sd
+		n++
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return math.Sqrt(sum / float64(n))
+}
+
+// Change prints the budget's figure of change with its interval: the
+// ratio as a percentage ("-23.4% [-27.9..-18.1%]"), or a MaxAbove
+// budget's shift in the figure's units ("+0.21 [+0.18..+0.25]").
+func (r BudgetResult) Change() string {
+	if r.Shift == nil {
+		return budgetInterval(r.Row)
+	}
+	return signedNum(r.Shift.Diff) + " [" + signedNum(r.Shift.Lo) + ".." + signedNum(r.Shift.Hi) + "]"
+}
+
+// signedNum is FormatNum with a sign.
+func signedNum(f float64) string {
+	if f >= 0 {
+		return "+" + FormatNum(f)
+	}
+	return FormatNum(f)
 }
 
 func (p *PerfCheck) decide(b Budget, row CompareRow) BudgetResult {
@@ -196,7 +339,8 @@ func budgetCV(a, b Summary) float64 {
 	return math.Sqrt(sum / float64(n))
 }
 
-// String prints the bounds as signed percentages: "-5%", "+10%", "-5%/+10%".
+// String prints the bounds as signed percentages, a MaxAbove bound in the
+// figure's units: "-5%", "+10%", "-5%/+10%", "+0.02".
 func (b Budget) String() string {
 	var parts []string
 	if b.MaxDrop > 0 {
@@ -204,6 +348,9 @@ func (b Budget) String() string {
 	}
 	if b.MaxRise > 0 {
 		parts = append(parts, budgetPct(b.MaxRise, true))
+	}
+	if b.MaxAbove > 0 {
+		parts = append(parts, signedNum(b.MaxAbove))
 	}
 	if len(parts) == 0 {
 		return "none"

@@ -226,3 +226,46 @@ func TestPerfCheckJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxAbove decides budgets in the figure's units on a baseline of about
+// 0 (NET_RX softirqs per datagram in threaded mode), where a ratio budget
+// is noise over noise: a clean kernel's 0.0001 against 0.0003 is +200%.
+func TestMaxAbove(t *testing.T) {
+	near0 := []float64{0.0001, 0.0003, 0.0002, 0.0001, 0.0002, 0.0004}
+	for _, c := range []struct {
+		name   string
+		b      []float64
+		budget Budget
+		want   results.Verdict
+		reason string
+	}{
+		{name: "one softirq per poll", b: []float64{0.21, 0.19, 0.25, 0.2, 0.23, 0.22},
+			budget: Budget{MaxAbove: 0.02}, want: results.Fail, reason: "m +0.2148 [+0.1948..+0.2398] p=0.0022, budget +0.02: beyond the noise and the budget"},
+		{name: "clean kernel, thrice the baseline", b: []float64{0.0004, 0.0006, 0.0005, 0.0007, 0.0005, 0.0006},
+			budget: Budget{MaxAbove: 0.02}, want: results.Pass, reason: "budget +0.02: within budget"},
+		{name: "the ratio budget on the same runs", b: []float64{0.0004, 0.0006, 0.0005, 0.0007, 0.0005, 0.0006},
+			budget: Budget{MaxRise: 0.5}, want: results.Fail, reason: "+175.0%"},
+		{name: "too close to decide", b: []float64{0.01, 0.03, 0.02, 0.04, 0.0, 0.025},
+			budget: Budget{MaxAbove: 0.02}, want: results.Inconclusive, reason: "m +0.0223 [+0.00485..+0.0348] p=0.054, budget +0.02: the change is too close to the budget to decide at n=6 (spread 0.008518)"},
+		{name: "with another bound", b: near0, budget: Budget{MaxAbove: 0.02, MaxRise: 0.1}, want: results.Error,
+			reason: "a max_above budget bounds nothing else"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.budget.Metric = "m"
+			p := CheckBudgets("A", "B", cmpSamples("m", near0, c.b), []Budget{c.budget}, 0.05, 1)
+			r := p.Budgets[0]
+			if r.Verdict != c.want || !strings.Contains(r.Reason, c.reason) {
+				t.Errorf("%s: %s, want %s with %q", r.Verdict, r.Reason, c.want, c.reason)
+			}
+			if c.budget.MaxAbove > 0 && c.want != results.Error && (r.Shift == nil || r.Shift.Lo > r.Shift.Diff || r.Shift.Hi < r.Shift.Diff) {
+				t.Errorf("shift %+v: want the difference of medians inside its interval", r.Shift)
+			}
+		})
+	}
+	var buf bytes.Buffer
+	p := CheckBudgets("A", "B", cmpSamples("m", near0, []float64{0.21, 0.19, 0.25, 0.2, 0.23, 0.22}), []Budget{{Metric: "m", MaxAbove: 0.02}}, 0.05, 1)
+	p.WriteMarkdown(&buf)
+	if !strings.Contains(buf.String(), "| m | +0.02 |") || !strings.Contains(buf.String(), "+0.2148 [+0.1948..+0.2398]") {
+		t.Errorf("the table shows the budget and the shift in the figure's units:\n%s", buf.String())
+	}
+}

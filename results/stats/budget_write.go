@@ -85,11 +85,12 @@ type budgetResultJSON struct {
 	CV      cmpNum          `json:"cv"`
 	Needed  int             `json:"needed,omitempty"`
 	Reason  string          `json:"reason"`
+	Shift   *Shift          `json:"shift,omitempty"`
 }
 
 // MarshalJSON writes a NaN CV as null.
 func (r BudgetResult) MarshalJSON() ([]byte, error) {
-	return json.Marshal(budgetResultJSON{r.Budget, r.Row, r.Verdict, cmpNum(r.CV), r.Needed, r.Reason})
+	return json.Marshal(budgetResultJSON{r.Budget, r.Row, r.Verdict, cmpNum(r.CV), r.Needed, r.Reason, r.Shift})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -98,7 +99,7 @@ func (r *BudgetResult) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*r = BudgetResult{j.Budget, j.Row, j.Verdict, float64(j.CV), j.Needed, j.Reason}
+	*r = BudgetResult{j.Budget, j.Row, j.Verdict, float64(j.CV), j.Needed, j.Reason, j.Shift}
 	return nil
 }
 
@@ -111,7 +112,7 @@ func (p *PerfCheck) cells() [][]string {
 		if !math.IsNaN(r.P) {
 			pv = strconv.FormatFloat(r.P, 'g', 3, 64)
 		}
-		lines = append(lines, []string{b.Budget.Metric, b.Budget.String(), cmpSpread(r.A), cmpSpread(r.B), budgetInterval(r), pv, string(b.Verdict)})
+		lines = append(lines, []string{b.Budget.Metric, b.Budget.String(), cmpSpread(r.A), cmpSpread(r.B), b.Change(), pv, string(b.Verdict)})
 	}
 	return lines
 }
@@ -152,5 +153,12 @@ func (p *PerfCheck) Summary() string {
 
 // Method is the decision rule and the test, in words.
 func (p *PerfCheck) Method() string {
-	return budgetMethod + ". " + cmpMethod + " (alpha " + strconv.FormatFloat(p.Alpha, 'g', -1, 64) + ")."
+	method := budgetMethod
+	for _, b := range p.Budgets {
+		if b.Budget.MaxAbove > 0 {
+			method += aboveMethod
+			break
+		}
+	}
+	return method + ". " + cmpMethod + " (alpha " + strconv.FormatFloat(p.Alpha, 'g', -1, 64) + ")."
 }

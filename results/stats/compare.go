@@ -127,7 +127,7 @@ func (c *Comparison) cmpRow(metric string, xa, xb []float64, dropped int, rng *r
 	if r.A.N > 0 && r.B.N > 0 {
 		r.P = cmpMannWhitney(xa, xb)
 		if !math.IsNaN(r.Ratio) {
-			r.RatioLo, r.RatioHi = cmpBootstrap(xa, xb, rng)
+			r.RatioLo, r.RatioHi = cmpBootstrap(xa, xb, rng, cmpRatio)
 		}
 		r.Beyond = r.P < c.Alpha && (r.RatioLo > 1 || r.RatioHi < 1)
 		if minP := cmpMinP(r.A.N, r.B.N); minP >= c.Alpha {
@@ -177,13 +177,14 @@ func cmpRatio(a, b float64) float64 {
 }
 
 // cmpBootstrap resamples each kernel's values independently and returns the
-// 2.5% and 97.5% percentiles of the resampled median ratio. A resample whose
-// medians are both 0 counts as ratio 1 (no difference). Hand-written:
-// benchmath gives an interval of each median, not of their ratio.
-func cmpBootstrap(xa, xb []float64, rng *rand.Rand) (lo, hi float64) {
-	ratios := make([]float64, cmpResamples)
+// 2.5% and 97.5% percentiles of of(median A, median B) over the resamples:
+// the median ratio (cmpRatio; a resample whose medians are both 0 counts
+// as ratio 1, no difference) or their difference. Hand-written: benchmath
+// gives an interval of each median, not of their ratio.
+func cmpBootstrap(xa, xb []float64, rng *rand.Rand, of func(a, b float64) float64) (lo, hi float64) {
+	vals := make([]float64, cmpResamples)
 	ra, rb := make([]float64, len(xa)), make([]float64, len(xb))
-	for i := range ratios {
+	for i := range vals {
 		for j := range ra {
 			ra[j] = xa[rng.IntN(len(xa))]
 		}
@@ -192,14 +193,14 @@ func cmpBootstrap(xa, xb []float64, rng *rand.Rand) (lo, hi float64) {
 		}
 		slices.Sort(ra)
 		slices.Sort(rb)
-		ratios[i] = cmpRatio(cmpQuantile(ra, 0.5), cmpQuantile(rb, 0.5))
-		if math.IsNaN(ratios[i]) {
-			ratios[i] = 1
+		vals[i] = of(cmpQuantile(ra, 0.5), cmpQuantile(rb, 0.5))
+		if math.IsNaN(vals[i]) {
+			vals[i] = 1
 		}
 	}
-	slices.Sort(ratios)
+	slices.Sort(vals)
 	// Empirical picks order statistics without arithmetic, so infinite ratios stay intact.
-	return stat.Quantile(0.025, stat.Empirical, ratios, nil), stat.Quantile(0.975, stat.Empirical, ratios, nil)
+	return stat.Quantile(0.025, stat.Empirical, vals, nil), stat.Quantile(0.975, stat.Empirical, vals, nil)
 }
 
 // cmpMannWhitney returns the two-sided Mann-Whitney U p-value from

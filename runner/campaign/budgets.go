@@ -19,8 +19,8 @@ import (
 func budgets(s *scenarios.Scenario) []stats.Budget {
 	var out []stats.Budget
 	for _, b := range s.BudgetsInForce() {
-		m, drop, rise := b.Bounds()
-		out = append(out, stats.Budget{Metric: m, MaxDrop: drop, MaxRise: rise})
+		m, drop, rise, above := b.Bounds()
+		out = append(out, stats.Budget{Metric: m, MaxDrop: drop, MaxRise: rise, MaxAbove: above})
 	}
 	return out
 }
@@ -52,7 +52,11 @@ func (mt ModeTable) add(scenario, kernel, mode string, v results.Verdict, pc *st
 	}
 	var parts []string
 	for _, b := range pc.Budgets {
-		parts = append(parts, fmt.Sprintf("%s %+.1f%%", b.Budget.Metric, (b.Row.Ratio-1)*100))
+		change := fmt.Sprintf("%+.1f%%", (b.Row.Ratio-1)*100)
+		if b.Shift != nil {
+			change = fmt.Sprintf("%+.3g", b.Shift.Diff)
+		}
+		parts = append(parts, b.Budget.Metric+" "+change)
 	}
 	mt[key][mode] = fmt.Sprintf("%s %s (%s)", mode, v, strings.Join(parts, ", "))
 }
