@@ -58,6 +58,9 @@ func Features(p Program, r Reached) []string {
 	if p.Delay != nil {
 		fs = append(fs, "delay at "+p.Delay.At)
 	}
+	for _, l := range p.BusyPoll {
+		fs = append(fs, l+" busy-polls")
+	}
 	for f, n := range r.Calls {
 		if n > 0 {
 			fs = append(fs, fmt.Sprintf("%s: 2^%d calls", f, bits.Len64(n)-1))
@@ -144,7 +147,7 @@ func Mutate(p, other Program, seed uint64, o Options) Program {
 		o.Steps = DefaultSteps
 	}
 	r := rand.New(rand.NewPCG(seed, 0x6d757461)) // "muta"
-	m := Program{Seed: seed, Parent: p.Seed, Steps: slices.Clone(p.Steps), Delay: p.Delay}
+	m := Program{Seed: seed, Parent: p.Seed, Steps: slices.Clone(p.Steps), Delay: p.Delay, BusyPoll: slices.Clone(p.BusyPoll)}
 	for range 1 + r.IntN(3) {
 		d := newDrawer(r, o, m.Delay != nil)
 		n := len(m.Steps)
@@ -174,6 +177,14 @@ func Mutate(p, other Program, seed uint64, o Options) Program {
 			m.Steps = append(m.Steps[:cut:cut], other.Steps[from:]...)
 			if m.Delay == nil {
 				m.Delay = other.Delay
+			}
+		case r.IntN(3) == 0: // a load starts or stops busy polling
+			l := pick(r, loadNames...)
+			if i := slices.Index(m.BusyPoll, l); i >= 0 {
+				m.BusyPoll = slices.Delete(m.BusyPoll, i, i+1)
+			} else {
+				m.BusyPoll = append(m.BusyPoll, l)
+				slices.Sort(m.BusyPoll)
 			}
 		default:
 			if m.Delay == nil || r.IntN(2) == 0 {

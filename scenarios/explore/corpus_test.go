@@ -149,6 +149,33 @@ func TestMinimizeDelay(t *testing.T) {
 	}
 }
 
+// TestMinimizeBusyPoll: a busy-polling load goes when the failure does not
+// need it and stays when it does; the reproducer's YAML says which.
+func TestMinimizeBusyPoll(t *testing.T) {
+	down := Step{Kind: "link", Action: "link: {dev: eth0, state: down}"}
+	p := Program{Steps: []Step{down}, BusyPoll: []string{"nic-udp", "veth-udp"}}
+	needsNIC := func(c Program) (bool, error) { return len(c.Steps) == 1 && slices.Contains(c.BusyPoll, "nic-udp"), nil }
+	m, _ := Minimize(p, needsNIC)
+	if !slices.Equal(m.BusyPoll, []string{"nic-udp"}) || m.Size() != 2 {
+		t.Errorf("nic-udp's busy polling needed: kept %+v", m)
+	}
+	if y := string(m.YAML("m", "")); !strings.Contains(y, "loads:\n  nic-udp: {busy_poll: 50}\n") || strings.Contains(y, "veth-udp: {busy") {
+		t.Errorf("the reproducer does not say which load busy-polls:\n%s", y)
+	}
+	if m, _ := Minimize(p, func(c Program) (bool, error) { return len(c.Steps) == 1, nil }); len(m.BusyPoll) != 0 {
+		t.Errorf("busy polling not needed: kept %v", m.BusyPoll)
+	}
+	polls := 0
+	for seed := range uint64(1000) {
+		if len(Generate(seed, Options{}).BusyPoll) > 0 {
+			polls++
+		}
+	}
+	if polls < 400 || polls > 600 {
+		t.Errorf("%d of 1000 programs have a busy-polling load, want about half", polls)
+	}
+}
+
 // TestCorpusPick: the program that alone reached a state is picked far
 // more often than one whose states every run reaches.
 func TestCorpusPick(t *testing.T) {

@@ -6,6 +6,7 @@ package explore
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"napilab/scenarios"
@@ -29,6 +30,29 @@ type Program struct {
 	// Delay is a probe that busy-waits at a function the steps reach, armed
 	// from the start; inject steps switch it. Nil: none.
 	Delay *Delay
+	// BusyPoll are the loads whose receiving socket busy-polls its NAPI
+	// (SO_BUSY_POLL 50us): napi_busy_loop beside softirq or the kthread,
+	// which the busy_poll sysctl alone never starts. Sorted.
+	BusyPoll []string `json:",omitempty"`
+}
+
+// loadNames are the fragments' loads, in the order the timeline starts them.
+var loadNames = []string{"nic-udp", "veth-udp"}
+
+// drawBusyPoll draws the busy-polling loads of seed from a stream of its
+// own, so a seed's steps are what they were before loads could busy-poll:
+// half the programs have none, a quarter the NIC's, an eighth the veth's,
+// an eighth both.
+func drawBusyPoll(seed uint64) []string {
+	switch rand.New(rand.NewPCG(seed, 0x62757379)).IntN(8) { // "busy"
+	case 0, 1:
+		return []string{"nic-udp"}
+	case 2:
+		return []string{"veth-udp"}
+	case 3:
+		return slices.Clone(loadNames)
+	}
+	return nil
 }
 
 // Delay is a generated race-widening probe (scenarios.Inject).
@@ -232,6 +256,7 @@ func Generate(seed uint64, o Options) Program {
 	for range o.Steps {
 		p.Steps = append(p.Steps, d.entry())
 	}
+	p.BusyPoll = drawBusyPoll(seed)
 	return p.sane()
 }
 
@@ -350,6 +375,12 @@ func (p Program) YAML(name, header string) []byte {
 	if d := p.Delay; d != nil {
 		fmt.Fprintf(&b, "inject:\n  - {name: delay, at: %s, delay: %s, probability: %s, count: %d}\n", d.At, d.Delay, d.Probability, d.Count)
 	}
+	if len(p.BusyPoll) > 0 {
+		b.WriteString("loads:\n")
+		for _, l := range p.BusyPoll {
+			fmt.Fprintf(&b, "  %s: {busy_poll: 50}\n", l)
+		}
+	}
 	b.WriteString("timeline:\n  - start: [nic-udp, veth-udp]\n")
 	for i, st := range p.Steps {
 		writeStep(&b, st, fmt.Sprintf("s%d", i+1), "  ")
@@ -374,10 +405,10 @@ func writeStep(b *strings.Builder, st Step, name, indent string) {
 	fmt.Fprintf(b, "%s- {name: %s, %s%s%s}\n", indent, name, st.Action, st.Repeat, tol)
 }
 
-// Size is the program's steps, counting each parallel branch and the delay
-// probe.
+// Size is the program's steps, counting each parallel branch, the delay
+// probe and each busy-polling load.
 func (p Program) Size() int {
-	n := 0
+	n := len(p.BusyPoll)
 	if p.Delay != nil {
 		n++
 	}

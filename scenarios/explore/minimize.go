@@ -10,7 +10,7 @@ type Judge func(p Program) (bool, error)
 // delta debugging over the steps (Zeller's ddmin, removing chunks, then
 // single steps), then each parallel step replaced by one of its branches or
 // by its branches in sequence, then repetitions dropped, then the delay
-// probe with its inject steps, and again from the top while any of these
+// probe with its inject steps, then each busy-polling load, and again from the top while any of these
 // took something away. Each distinct candidate is judged once.
 func Minimize(p Program, judge Judge) (Program, error) {
 	seen := map[string]bool{}
@@ -41,6 +41,17 @@ func Minimize(p Program, judge Judge) (Program, error) {
 			kept := cur
 			cur.Delay = nil
 			cur = cur.sane() // test judges cur with the steps it is given
+			ok, err := test(cur.Steps)
+			if err != nil || !ok {
+				cur = kept
+			}
+			if err != nil {
+				return cur, err
+			}
+		}
+		for i := len(cur.BusyPoll) - 1; i >= 0; i-- {
+			kept := cur
+			cur.BusyPoll = slices.Delete(slices.Clone(cur.BusyPoll), i, i+1)
 			ok, err := test(cur.Steps)
 			if err != nil || !ok {
 				cur = kept
