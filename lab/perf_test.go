@@ -86,10 +86,10 @@ func TestPerfControls(t *testing.T) {
 		}
 	})
 	t.Run("cost control fails on a cost figure only", func(t *testing.T) {
-		got := run(t, exitFail, "run", "scenarios/perf/rps-cost.yaml", "-k", "kernels/regress-napi-thread-kick-6.1.yaml")
-		if !regexp.MustCompile(`(?m)^FAIL  perf rps-cost \[threaded\] on regress-napi-thread-kick-6\.1 against threaded-napi-6\.1`).MatchString(got) ||
-			!regexp.MustCompile(`softirqs\.NET_RX per datagram .*FAIL`).MatchString(got) || regexp.MustCompile(`InDatagrams/s .*FAIL`).MatchString(got) {
-			t.Errorf("want a FAIL on softirqs.NET_RX per datagram, none on the delivered rate:\n%s", got)
+		got := run(t, exitFail, "run", "scenarios/perf/nic-flood.yaml", "-k", "kernels/regress-napi-thread-kick-6.1.yaml")
+		if !regexp.MustCompile(`(?m)^FAIL  perf nic-flood \[threaded\] on regress-napi-thread-kick-6\.1 against threaded-napi-6\.1`).MatchString(got) ||
+			!regexp.MustCompile(`softirqs\.NET_RX per datagram +\+0\.\d+ .*FAIL`).MatchString(got) || regexp.MustCompile(`rx_pps .*FAIL`).MatchString(got) {
+			t.Errorf("want a FAIL on softirqs.NET_RX per datagram in the figure's units, none on the delivered rate:\n%s", got)
 		}
 	})
 	t.Run("bisect", func(t *testing.T) {
