@@ -62,9 +62,9 @@ func (b *builder) lockBuild(ctx context.Context) (release func(), err error) {
 // current build time; a work dir no longer built from the planned source
 // means a full build, which the note says.
 func (p *reusePlan) recheck() string {
-	link, _ := os.Readlink(filepath.Join(p.WorkAt, "source"))
-	fi, err := os.Stat(filepath.Join(p.WorkAt, "vmlinux"))
-	if err != nil || !workBuilt(p.WorkAt) || link != p.SourceAt {
+	link, _ := os.Readlink(filepath.Join(p.BaseWork, "source"))
+	fi, err := os.Stat(filepath.Join(p.BaseWork, "vmlinux"))
+	if err != nil || !workBuilt(p.BaseWork) || link != p.SourceAt {
 		return fmt.Sprintf("base %s changed while this build waited for it; full build", p.Base)
 	}
 	p.BaseBuild = fi.ModTime().UnixNano()

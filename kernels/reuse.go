@@ -66,6 +66,12 @@ type reusePlan struct {
 	// rebuilt, the variant starts again from the new build instead of
 	// redoing the base's recompiles itself.
 	BaseBuild int64 `json:"base_build_ns"`
+	// BaseWork and BaseSource are the base's own work dir (copied) and
+	// patched source (compared with). For a base that is itself a variant
+	// they differ from WorkAt and SourceAt, the paths its build was shown
+	// at (its base's, and so on down the chain): the variant is shown there too.
+	BaseWork   string `json:"base_work"`
+	BaseSource string `json:"base_source"`
 }
 
 // planReuse decides whether the variant can start from its base's build,
@@ -108,8 +114,20 @@ func (b *builder) planReuse(ctx context.Context) (*reusePlan, string, error) {
 	if !workBuilt(baseWork) {
 		return nil, fmt.Sprintf("base %s has an artifact but no built work dir; full build", base.Name), nil
 	}
+	srcAt, workAt := baseSrc, baseWork
 	if link, _ := os.Readlink(filepath.Join(baseWork, "source")); link != baseSrc {
-		return nil, fmt.Sprintf("base work dir %s was built from %q, not %s; full build", baseWork, link, baseSrc), nil
+		// A base that is a variant was built shown at its own base's paths.
+		var bp reusePlan
+		data, err := readBuildFile(baseWork, reuseStamp)
+		if err != nil || json.Unmarshal(data, &bp) != nil || bp.SourceAt != link || bp.WorkAt == "" {
+			return nil, fmt.Sprintf("base work dir %s was built from %q, not %s; full build", baseWork, link, baseSrc), nil
+		}
+		for _, at := range []string{bp.SourceAt, bp.WorkAt} {
+			if fi, err := os.Stat(at); err != nil || !fi.IsDir() {
+				return nil, fmt.Sprintf("base %s was built at %s, which is gone; full build", base.Name, at), nil
+			}
+		}
+		srcAt, workAt = bp.SourceAt, bp.WorkAt
 	}
 	if _, err := os.Stat(filepath.Join(baseSrc, "Makefile")); err != nil {
 		return nil, fmt.Sprintf("base source %s is gone; full build", baseSrc), nil
@@ -121,8 +139,8 @@ func (b *builder) planReuse(ctx context.Context) (*reusePlan, string, error) {
 	if !sandbox.Active() {
 		return nil, "a variant builds on its base's build only when lab runs as root (the jail shows it at the base's paths); full build", nil
 	}
-	plan := &reusePlan{Base: base.Name, SourceAt: baseSrc, Work: b.layout.workDir(b.spec.Name), WorkAt: baseWork,
-		BaseBuild: fi.ModTime().UnixNano()}
+	plan := &reusePlan{Base: base.Name, SourceAt: srcAt, Work: b.layout.workDir(b.spec.Name), WorkAt: workAt,
+		BaseBuild: fi.ModTime().UnixNano(), BaseWork: baseWork, BaseSource: baseSrc}
 	return plan, "", nil
 }
 
@@ -157,7 +175,7 @@ func (b *builder) seed(ctx context.Context, plan *reusePlan, marker *patchedMark
 		return fmt.Errorf("failed to create work dir: %w", err)
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
-	if out, err := run(ctx, command{argv: []string{"cp", "-a", plan.WorkAt + "/.", tmp}}, nil); err != nil {
+	if out, err := run(ctx, command{argv: []string{"cp", "-a", plan.BaseWork + "/.", tmp}}, nil); err != nil {
 		return fmt.Errorf("failed to copy the work dir of %s: %w\n%s", plan.Base, err, strings.Join(out, "\n"))
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
@@ -191,7 +209,7 @@ func dropSeed(work string) error {
 }
 
 // touchChanged sets the mtime of each file the patches touched in
-// plan.Source: now when it differs from the same file in plan.SourceAt, the
+// plan.Source: now when it differs from the same file in plan.BaseSource, the
 // base file's mtime when it does not. Files still hardlinked to the pristine
 // tree (more than one link) were not patched and are never touched, so the
 // pristine tree keeps its mtimes. Nothing below plan.Source is followed
@@ -219,7 +237,7 @@ func touchChanged(plan *reusePlan, marker *patchedMarker, now time.Time) error {
 			continue
 		}
 		mtime := now
-		if same, fi := sameFile(plan.Source, plan.SourceAt, rel); same {
+		if same, fi := sameFile(plan.Source, plan.BaseSource, rel); same {
 			mtime = fi.ModTime()
 		}
 		if err := src.Chtimes(rel, mtime); err != nil {

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"napilab/internal/sandbox"
 	"os"
@@ -70,7 +71,7 @@ func TestTouchChanged(t *testing.T) {
 	setTimes(t, filepath.Join(variant, "net/b.c"), old.Add(time.Hour))
 	marker := &patchedMarker{Files: []string{"net/a.c", "net/b.c", "net/c.c", "net/new.c", "net/gone.c", "net/a.c"}}
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	plan := &reusePlan{Source: variant, SourceAt: pristine}
+	plan := &reusePlan{Source: variant, SourceAt: "/shown/at", BaseSource: pristine}
 	if err := touchChanged(plan, marker, now); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,8 @@ func TestSeed(t *testing.T) {
 	}
 	setTimes(t, baseWork, old)
 	b := &builder{spec: &Spec{Name: "variant"}, layout: l}
-	plan := &reusePlan{Base: "base", Source: "/src/variant", SourceAt: "/src/base", Work: l.workDir("variant"), WorkAt: baseWork}
+	plan := &reusePlan{Base: "base", Source: "/src/variant", SourceAt: "/src/base", Work: l.workDir("variant"), WorkAt: "/shown/at",
+		BaseWork: baseWork, BaseSource: "/src/base"}
 	if err := b.seed(context.Background(), plan, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +259,7 @@ func TestPlanReuse(t *testing.T) {
 			t.Fatalf("planReuse = %+v, %q, %v", plan, note, err)
 		}
 		want := reusePlan{Base: "base", SourceAt: pristine, Work: l.workDir("variant"), WorkAt: l.workDir("base"),
-			BaseBuild: mtime(t, filepath.Join(l.workDir("base"), "vmlinux")).UnixNano()}
+			BaseBuild: mtime(t, filepath.Join(l.workDir("base"), "vmlinux")).UnixNano(), BaseWork: l.workDir("base"), BaseSource: pristine}
 		if *plan != want {
 			t.Errorf("plan = %+v\nwant %+v", *plan, want)
 		}
@@ -277,6 +279,34 @@ func TestPlanReuse(t *testing.T) {
 				plan.Work != l.workDir(variant.Flavoured(f).Name) {
 				t.Errorf("%s: planReuse = %+v, %q, %v; want it on %s", f, plan, note, err, want)
 			}
+		}
+	})
+	t.Run("a base that is itself a variant", func(t *testing.T) {
+		base, variant, l := fakeVariantLab(t)
+		// The base was built shown at its own base's paths (its stamp says
+		// where): the variant is shown there too, and seeded from the base.
+		shownSrc, shownWork := filepath.Join(l.root, "grand-src"), l.workDir("grand")
+		pristine := fakeBaseBuild(t, base, l, shownSrc)
+		requireNamespace(t, pristine)
+		stamp := func(src, work string) {
+			data, _ := json.Marshal(reusePlan{Base: "grand", SourceAt: src, WorkAt: work})
+			writeFiles(t, l.workDir("base"), map[string]string{reuseStamp: string(data)})
+		}
+		stamp(shownSrc, shownWork)
+		b, _ := newBuilder(ctx, variant, Options{CacheDir: l.root})
+		if plan, note, _ := b.planReuse(ctx); plan != nil || !strings.Contains(note, "which is gone; full build") {
+			t.Errorf("the base's base gone: planReuse = %+v, %q; want a full build", plan, note)
+		}
+		writeFiles(t, shownSrc, map[string]string{"Makefile": "all:\n"})
+		writeFiles(t, shownWork, map[string]string{"vmlinux": "elf"})
+		plan, note, err := b.planReuse(ctx)
+		if err != nil || plan == nil || plan.SourceAt != shownSrc || plan.WorkAt != shownWork ||
+			plan.BaseWork != l.workDir("base") || plan.BaseSource != pristine {
+			t.Errorf("planReuse = %+v, %q, %v; want it shown at %s and %s, seeded from the base", plan, note, err, shownSrc, shownWork)
+		}
+		stamp("/another/src", shownWork)
+		if plan, note, _ := b.planReuse(ctx); plan != nil || !strings.Contains(note, "was built from") {
+			t.Errorf("a stamp that does not match the base's source link: planReuse = %+v, %q; want a full build", plan, note)
 		}
 	})
 	t.Run("base built from elsewhere", func(t *testing.T) {
