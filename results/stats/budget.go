@@ -194,10 +194,18 @@ func (p *PerfCheck) decideAbove(b Budget, row CompareRow, sh *Shift) BudgetResul
 		r.Verdict, r.Reason = results.Pass, head+": within budget"
 		return r
 	}
-	r.Verdict = results.Inconclusive
 	sd := budgetSD(row.A, row.B)
-	r.Needed = RunsNeeded(sd, b.MaxAbove, p.Alpha, budgetPower)
-	if r.Needed == 0 {
+	p.undecided(&r, head, sd, b.MaxAbove, "spread "+FormatNum(sd), "a rise of "+FormatNum(b.MaxAbove))
+	return r
+}
+
+// undecided makes r INCONCLUSIVE with the runs per side that would decide
+// a change of tol at noise (both on one scale) and the reason.
+func (p *PerfCheck) undecided(r *BudgetResult, head string, noise, tol float64, noiseText, change string) {
+	row := r.Row
+	r.Verdict = results.Inconclusive
+	r.Needed = RunsNeeded(noise, tol, p.Alpha, budgetPower)
+	if r.Needed == 0 { // no spread seen: only the rank test's floor is known
 		r.Needed = minRuns(p.Alpha)
 	}
 	n := strconv.Itoa(row.A.N)
@@ -205,13 +213,12 @@ func (p *PerfCheck) decideAbove(b Budget, row CompareRow, sh *Shift) BudgetResul
 		n += " vs " + strconv.Itoa(row.B.N)
 	}
 	if r.Needed > max(row.A.N, row.B.N) {
-		r.Reason = fmt.Sprintf("%s: the noise (spread %s) hides a rise of %s at n=%s; about %d runs per side would decide",
-			head, FormatNum(sd), FormatNum(b.MaxAbove), n, r.Needed)
+		r.Reason = fmt.Sprintf("%s: the noise (%s) hides %s at n=%s; about %d runs per side would decide",
+			head, noiseText, change, n, r.Needed)
 	} else {
-		r.Reason = fmt.Sprintf("%s: the change is too close to the budget to decide at n=%s (spread %s); more runs per side would narrow the interval",
-			head, n, FormatNum(sd))
+		r.Reason = fmt.Sprintf("%s: the change is too close to the budget to decide at n=%s (%s); more runs per side would narrow the interval",
+			head, n, noiseText)
 	}
-	return r
 }
 
 // missing names the side(s) without values.
@@ -229,14 +236,22 @@ func (p *PerfCheck) missing(row CompareRow) string {
 // units: per side the robust IQR/1.349, the root-mean-square of the sides
 // with two values or more.
 func budgetSD(a, b Summary) float64 {
+	return budgetPool(a, b, func(s Summary) float64 { return 1 })
+}
+
+// budgetPool is the root-mean-square of each side's IQR/1.349 over scale(side),
+// of the sides with two values or more and a finite, non-zero scale (NaN
+// when none has).
+func budgetPool(a, b Summary, scale func(Summary) float64) float64 {
 	var sum float64
 	var n int
 	for _, s := range []Summary{a, b} {
-		if s.N < 2 {
+		d := scale(s)
+		if s.N < 2 || d == 0 || math.IsNaN(d) {
 			continue
 		}
-		sd := (s.Q3 - s.Q1) / 1.349
-		sum += sd * sd
+		v := (s.Q3 - s.Q1) / 1.349 / d
+		sum += v * v
 		n++
 	}
 	if n == 0 {
@@ -300,22 +315,7 @@ func (p *PerfCheck) decide(b Budget, row CompareRow) BudgetResult {
 	if !riseOK {
 		tol = min(tol, b.MaxRise)
 	}
-	r.Verdict = results.Inconclusive
-	r.Needed = RunsNeeded(r.CV, tol, p.Alpha, budgetPower)
-	if r.Needed == 0 { // no spread seen: only the rank test's floor is known
-		r.Needed = minRuns(p.Alpha)
-	}
-	n := strconv.Itoa(row.A.N)
-	if row.A.N != row.B.N {
-		n += " vs " + strconv.Itoa(row.B.N)
-	}
-	if r.Needed > max(row.A.N, row.B.N) {
-		r.Reason = fmt.Sprintf("%s: the noise (CV %s) hides a %s change at n=%s; about %d runs per side would decide",
-			head, budgetCVPct(r.CV), budgetPct(tol, false), n, r.Needed)
-	} else {
-		r.Reason = fmt.Sprintf("%s: the change is too close to the budget to decide at n=%s (CV %s); more runs per side would narrow the interval",
-			head, n, budgetCVPct(r.CV))
-	}
+	p.undecided(&r, head, r.CV, tol, "CV "+budgetCVPct(r.CV), "a "+budgetPct(tol, false)+" change")
 	return r
 }
 
@@ -323,20 +323,7 @@ func (p *PerfCheck) decide(b Budget, row CompareRow) BudgetResult {
 // per side the robust IQR/1.349/|median| (a side with median 0 or fewer than
 // two values has none), the root-mean-square of the sides that have one.
 func budgetCV(a, b Summary) float64 {
-	var sum float64
-	var n int
-	for _, s := range []Summary{a, b} {
-		if s.N < 2 || s.Median == 0 || math.IsNaN(s.Median) {
-			continue
-		}
-		cv := (s.Q3 - s.Q1) / 1.349 / math.Abs(s.Median)
-		sum += cv * cv
-		n++
-	}
-	if n == 0 {
-		return math.NaN()
-	}
-	return math.Sqrt(sum / float64(n))
+	return budgetPool(a, b, func(s Summary) float64 { return math.Abs(s.Median) })
 }
 
 // String prints the bounds as signed percentages, a MaxAbove bound in the
