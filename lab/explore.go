@@ -40,14 +40,15 @@ func newExploreCmd(g *globalOptions) *cobra.Command {
 		Long: `explore generates scenarios (scenarios/explore: threaded, link, GRO, XDP,
 channels, RPS, XPS, qdisc, kthread and IRQ affinity, busy poll and napi-set
 steps, some repeated, some parallel, sometimes with a delay probe at a NAPI
-function, between the shipped NIC and veth fragments' loads), runs each on
+function, between the shipped NIC and veth fragments' loads, whose receivers
+busy-poll in half the programs), runs each on
 the kernel and judges it as lab run does. Each run counts the calls of the
 NAPI functions the knobs reach; a program that reached a state no earlier one
 did (a call count, a refusal) joins the corpus (OUT/corpus.json), and a
 quarter of the programs are mutations of corpus programs, the rarest states' most often
 (--unguided: every program drawn afresh). A FAIL whose title is new is a
 finding: the program is shrunk (delta debugging over steps, parallel
-branches, repetitions and the delay; each candidate run up to --reruns
+branches, repetitions, the delay and busy polling; each candidate run up to --reruns
 times) to the smallest one that still FAILs with that title, saved
 lint-clean under OUT/findings/<title>/ beside the original. An ERROR never
 counts. A folder explored before keeps its corpus and findings.`,
@@ -57,7 +58,7 @@ counts. A folder explored before keeps its corpus and findings.`,
 	f := cmd.Flags()
 	f.StringVarP(&o.kernel, "kernel", "k", "", "kernel spec to explore")
 	f.StringVar(&o.flavour, "flavour", "", "build the kernel as this flavour (debug)")
-	f.IntVar(&o.runs, "runs", 20, "programs to run (0: until --time)")
+	f.IntVar(&o.runs, "runs", 20, "programs to run (0: until --time; --time alone means 0)")
 	f.DurationVar(&o.time, "time", 0, "stop starting programs after this long")
 	f.Uint64Var(&o.seed, "seed", 1, "the first program's seed")
 	f.IntVar(&o.steps, "steps", explore.DefaultSteps, "timeline steps per program")
@@ -74,6 +75,9 @@ counts. A folder explored before keeps its corpus and findings.`,
 func runExplore(cmd *cobra.Command, g *globalOptions, o *exploreOptions) error {
 	ctx := cmd.Context()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if cmd.Flags().Changed("time") && !cmd.Flags().Changed("runs") {
+		o.runs = 0 // --time 30m means thirty minutes, not the default 20 programs
+	}
 	if o.runs <= 0 && o.time <= 0 {
 		return fmt.Errorf("want --runs N or --time D")
 	}
