@@ -28,10 +28,7 @@ type Rule struct {
 	// reaches, when set, is a context that must poll some NAPI of the
 	// device in every settled phase where applies holds and its NAPIs
 	// polled packets (reach.go), instead of forbidden contexts per window.
-	// A phase whose settled windows span less than Span seconds, in which
-	// the context did not poll, is too short a test and not judged.
 	reaches string
-	Span    float64
 	// kthreads, when set, makes the rule judge the device's napi/ kthreads
 	// in every thread list (kthreads.go): there must be none.
 	kthreads bool
@@ -99,12 +96,7 @@ var Rules = []*Rule{
 			"and busy poll\", 5.12, made the kthread yield it through SCHED_THREADED). Not in threaded busy-poll " +
 			"mode, whose kthread keeps SCHED; a phase is judged on the record, not per window: under a flood " +
 			"the receiver may never find its queue empty for 200 ms.",
-		Grace: 0.2,
-		// A phase of one window between two knobs of a random program (lab
-		// explore) may hold no empty queue: on stock-6.1 a veth receiver's
-		// NAPIs polled 117-4342 packets in 0.19-0.25 s, none busy (3
-		// phases). The shortest broken phase of the control is 0.57 s.
-		Span:    0.5,
+		Grace:   0.2,
 		applies: func(s State) bool { return !s.Down && s.Busy && (s.Mode == ModeSoftirq || s.Mode == ModeThreaded) },
 		state:   "while a busy-polling receiver runs and the device's NAPIs poll packets",
 		reaches: "busypoll",
@@ -249,10 +241,8 @@ type Outcome struct {
 	// first window its context polled in.
 	Lags []float64
 	// Phases are the device phases a rule with reaches judged (Judged
-	// and NAPIs then count windows and devices); Short those shorter than
-	// its Span, not judged.
+	// and NAPIs then count windows and devices).
 	Phases int
-	Short  int
 	// Tallies are the accounts of every namespace the conservation rule
 	// judged: what vanished in them is its noise.
 	Tallies []Tally
@@ -381,9 +371,6 @@ func (o Outcome) Assert() results.Assert {
 	case o.Judged == 0:
 		a.Unmeasured = true
 		a.Measured = fmt.Sprintf("not measured: %d windows in that state, each with a change under way", o.Unsure)
-	case r.reaches != "" && o.Phases == 0:
-		a.Unmeasured = true
-		a.Measured = fmt.Sprintf("not measured: %d phases, each shorter than %.1fs (too short a test)", o.Short, r.Span)
 	case len(o.Broken) > 0 && r.kthreads:
 		a.Measured = fmt.Sprintf("%d of %d thread lists of %d devices broke it", len(o.Broken), o.Judged, o.NAPIs)
 	case r.kthreads:
@@ -405,9 +392,6 @@ func (o Outcome) Assert() results.Assert {
 		a.Measured = fmt.Sprintf("%d of %d windows of %d NAPIs broke it", len(o.Broken), o.Judged, o.NAPIs)
 	case r.reaches != "":
 		a.Measured = fmt.Sprintf("held in %d phases (%d windows) of %d devices", o.Phases, o.Judged, o.NAPIs)
-		if o.Short > 0 {
-			a.Measured += fmt.Sprintf("; %d phases shorter than %.1fs not judged", o.Short, r.Span)
-		}
 	default:
 		a.Measured = fmt.Sprintf("held in %d windows of %d NAPIs", o.Judged, o.NAPIs)
 	}

@@ -104,29 +104,6 @@ func TestBusyPollReachesGrace(t *testing.T) {
 	}
 }
 
-// TestBusyPollReachesShortPhase: a phase between two knobs too short to
-// hold an empty queue (a random program's) is not judged; the same phase
-// a second longer is, and breaks the rule.
-func TestBusyPollReachesShortPhase(t *testing.T) {
-	always := counter(func(float64) bool { return true })
-	s := snaps(4, func(x float64) []metrics.PollLine { return []metrics.PollLine{pkts("rx-0", "softirq", 0, always(x))} })
-	for _, tc := range []struct {
-		next   float64 // the receiver stops
-		phases int
-		short  int
-	}{{1.1, 0, 1}, {3.0, 1, 0}} {
-		knobs := []results.Knob{threaded(0.02, 0.04, "0"), busyPoller(0.1, results.BusyPollerOn), busyPoller(tc.next, results.BusyPollerOff)}
-		o := outcome(t, Check(Record{Kernel: Kernel{}, Knobs: knobs, Snaps: s}, rules), "busy-poll-reaches")
-		if o.Phases != tc.phases || o.Short != tc.short || len(o.Broken) != tc.phases {
-			t.Errorf("phase to %.1fs: %d phases judged, %d short, %d broken; want %d, %d, %d", tc.next, o.Phases, o.Short, len(o.Broken), tc.phases, tc.short, tc.phases)
-		}
-		a := o.Assert()
-		if tc.short > 0 && (!a.Passed || !a.Unmeasured || !strings.Contains(a.Measured, "shorter than 0.5s")) {
-			t.Errorf("a short phase: %+v", a)
-		}
-	}
-}
-
 func TestByDeviceLineByLine(t *testing.T) {
 	// One task's line vanished, another's grew: the growth counts.
 	prev := []metrics.PollLine{{Dev: "eth0", NAPI: "rx-0", Context: "busypoll", CPU: 1, PID: 10, Polls: 100}}
