@@ -95,9 +95,14 @@ var Rules = []*Rule{
 			"from an idle NAPI whatever its mode (dev.c:6359 [6613]; \"net: fix race between napi kthread mode " +
 			"and busy poll\", 5.12, made the kthread yield it through SCHED_THREADED). Not in threaded busy-poll " +
 			"mode, whose kthread keeps SCHED; a phase is judged on the record, not per window: under a flood " +
-			"the receiver may never find its queue empty for 200 ms.",
-		Grace:   0.2,
-		applies: func(s State) bool { return !s.Down && s.Busy && (s.Mode == ModeSoftirq || s.Mode == ModeThreaded) },
+			"the receiver may never find its queue empty for 200 ms. Not after the device's NAPIs may have been " +
+			"added anew (a link change: veth deletes its NAPIs on close; GRO or XDP) until the receiver starts " +
+			"again: an unconnected UDP socket learns its NAPI id once (sk_mark_napi_id_once in " +
+			"__udp_queue_rcv_skb, udp.c), and napi_busy_loop finds nothing under an id that is gone.",
+		Grace: 0.2,
+		applies: func(s State) bool {
+			return !s.Down && s.Busy && !s.Stale && (s.Mode == ModeSoftirq || s.Mode == ModeThreaded)
+		},
 		state:   "while a busy-polling receiver runs and the device's NAPIs poll packets",
 		reaches: "busypoll",
 	},

@@ -71,7 +71,12 @@ type State struct {
 	// Busy says a busy-polling receiver runs on the device (a load with
 	// busy_poll, started and not stopped).
 	Busy bool
-	By   *results.Knob
+	// Stale says the device's NAPIs may have been added anew (a link
+	// change, GRO or XDP) since the receiver started: an unconnected UDP
+	// socket learns its NAPI id once (sk_mark_napi_id_once in
+	// __udp_queue_rcv_skb), so it may busy-poll an id that is gone.
+	Stale bool
+	By    *results.Knob
 	// ModeBy is the change that set Mode (nil: none did).
 	ModeBy *results.Knob
 }
@@ -100,9 +105,10 @@ func stateIn(knobs []results.Knob, n NAPI, from, to float64) (st State, ok bool)
 		case k.Kind == results.KnobBusyPoller:
 			// A receiver, not the NAPIs' state: it sets no mode and
 			// starts no grace of the mode rules.
-			st.Busy = k.Value == results.BusyPollerOn
+			st.Busy, st.Stale = k.Value == results.BusyPollerOn, false
 			continue
 		case k.Kind == results.KnobLink:
+			st.Stale = st.Stale || st.Busy
 			// A refused link change leaves the link unknown until the next,
 			// and so do two under way at once (their order is unseen).
 			st.Down, linkKnown = k.Value == "down", !k.Failed && !racing(linkSetters, k, func(v string) string { return v })
@@ -110,6 +116,7 @@ func stateIn(knobs []results.Knob, n NAPI, from, to float64) (st State, ok bool)
 		case k.Kind == results.KnobNAPIs:
 			// The driver may have added the NAPIs anew: same mode,
 			// new settling time.
+			st.Stale = st.Stale || st.Busy
 		case k.Kind != results.KnobThreaded:
 			continue
 		case (k.Queue != nil || k.NAPISet) && !qok:

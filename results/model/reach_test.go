@@ -104,6 +104,37 @@ func TestBusyPollReachesGrace(t *testing.T) {
 	}
 }
 
+// TestBusyPollReachesStaleNAPIId: after the device's NAPIs may have been
+// added anew (GRO or XDP, a link change) a receiver's unconnected socket
+// keeps the NAPI id it learned first (sk_mark_napi_id_once): no busy polls
+// are owed until the receiver starts again.
+func TestBusyPollReachesStaleNAPIId(t *testing.T) {
+	always := counter(func(float64) bool { return true })
+	busyUntil := counter(func(x float64) bool { return x < 1.5 })
+	s := snaps(4, func(x float64) []metrics.PollLine {
+		return []metrics.PollLine{pkts("rx-0", "softirq", 0, always(x)), line("eth0", "rx-0", "busypoll", 1, busyUntil(x))}
+	})
+	gro := results.Knob{Step: "gro off", Line: 9, Start: 1.5, Done: 1.52, Dev: "eth0", Kind: results.KnobNAPIs, Value: "gro off"}
+	bounce := results.Knob{Step: "link down", Line: 9, Start: 1.5, Done: 1.52, Dev: "eth0", Kind: results.KnobLink, Value: "down"}
+	up := results.Knob{Step: "link up", Line: 10, Start: 1.6, Done: 1.62, Dev: "eth0", Kind: results.KnobLink, Value: "up"}
+	for _, tc := range []struct {
+		name   string
+		knobs  []results.Knob
+		broken int
+	}{
+		{"threaded flip: the same NAPIs", []results.Knob{threaded(0.02, 0.04, "0"), busyPoller(0.1, results.BusyPollerOn), threaded(1.5, 1.52, "0")}, 1},
+		{"GRO: NAPIs anew", []results.Knob{threaded(0.02, 0.04, "0"), busyPoller(0.1, results.BusyPollerOn), gro}, 0},
+		{"link bounce: NAPIs anew", []results.Knob{threaded(0.02, 0.04, "0"), busyPoller(0.1, results.BusyPollerOn), bounce, up}, 0},
+		{"the receiver starts again", []results.Knob{threaded(0.02, 0.04, "0"), busyPoller(0.1, results.BusyPollerOn), gro,
+			busyPoller(1.7, results.BusyPollerOff), busyPoller(1.8, results.BusyPollerOn)}, 1},
+	} {
+		o := outcome(t, Check(Record{Kernel: Kernel{}, Knobs: tc.knobs, Snaps: s}, rules), "busy-poll-reaches")
+		if len(o.Broken) != tc.broken {
+			t.Errorf("%s: %d phases broken, want %d: %+v", tc.name, len(o.Broken), tc.broken, o.Broken)
+		}
+	}
+}
+
 func TestByDeviceLineByLine(t *testing.T) {
 	// One task's line vanished, another's grew: the growth counts.
 	prev := []metrics.PollLine{{Dev: "eth0", NAPI: "rx-0", Context: "busypoll", CPU: 1, PID: 10, Polls: 100}}
