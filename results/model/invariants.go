@@ -98,7 +98,9 @@ var Rules = []*Rule{
 			"the receiver may never find its queue empty for 200 ms. Not after the device's NAPIs may have been " +
 			"added anew (a link change: veth deletes its NAPIs on close; GRO or XDP) until the receiver starts " +
 			"again: an unconnected UDP socket learns its NAPI id once (sk_mark_napi_id_once in " +
-			"__udp_queue_rcv_skb, udp.c), and napi_busy_loop finds nothing under an id that is gone.",
+			"__udp_queue_rcv_skb, udp.c), and napi_busy_loop finds nothing under an id that is gone. Nor in a window " +
+			"where NET_RX was left to ksoftirqd and no busy poll came: the NAPIs stay on its poll list, and " +
+			"napi_busy_loop leaves a scheduled NAPI alone.",
 		Grace: 0.2,
 		applies: func(s State) bool {
 			return !s.Down && s.Busy && !s.Stale && (s.Mode == ModeSoftirq || s.Mode == ModeThreaded)
@@ -248,6 +250,9 @@ type Outcome struct {
 	// Phases are the device phases a rule with reaches judged (Judged
 	// and NAPIs then count windows and devices).
 	Phases int
+	// Overloaded are the windows a rule with reaches left out: ksoftirqd
+	// polled the device's NAPIs there (see checkReach).
+	Overloaded int
 	// Tallies are the accounts of every namespace the conservation rule
 	// judged: what vanished in them is its noise.
 	Tallies []Tally
@@ -373,6 +378,9 @@ func (o Outcome) Assert() results.Assert {
 		a.Measured = fmt.Sprintf("%d of %d namespaces lost datagrams no counter counted", len(o.Broken), o.Judged)
 	case r.conserve:
 		a.Measured = fmt.Sprintf("held in %d namespaces, at most %d datagrams unaccounted", o.Judged, o.maxVanished())
+	case o.Judged == 0 && o.Overloaded > 0:
+		a.Unmeasured = true
+		a.Measured = fmt.Sprintf("not measured: %d windows overloaded (ksoftirqd polled), %d with a change under way", o.Overloaded, o.Unsure)
 	case o.Judged == 0:
 		a.Unmeasured = true
 		a.Measured = fmt.Sprintf("not measured: %d windows in that state, each with a change under way", o.Unsure)
@@ -397,6 +405,9 @@ func (o Outcome) Assert() results.Assert {
 		a.Measured = fmt.Sprintf("%d of %d windows of %d NAPIs broke it", len(o.Broken), o.Judged, o.NAPIs)
 	case r.reaches != "":
 		a.Measured = fmt.Sprintf("held in %d phases (%d windows) of %d devices", o.Phases, o.Judged, o.NAPIs)
+		if o.Overloaded > 0 {
+			a.Measured += fmt.Sprintf("; %d windows overloaded (ksoftirqd polled) not judged", o.Overloaded)
+		}
 	default:
 		a.Measured = fmt.Sprintf("held in %d windows of %d NAPIs", o.Judged, o.NAPIs)
 	}

@@ -135,6 +135,25 @@ func TestBusyPollReachesStaleNAPIId(t *testing.T) {
 	}
 }
 
+// TestBusyPollReachesOverload: while ksoftirqd polls the device (NET_RX
+// overloaded) its NAPIs stay scheduled and napi_busy_loop leaves them
+// alone: such windows are not judged; softirq polls alone still are.
+func TestBusyPollReachesOverload(t *testing.T) {
+	always := counter(func(float64) bool { return true })
+	knobs := []results.Knob{threaded(0.02, 0.04, "0"), busyPoller(0.1, results.BusyPollerOn)}
+	for _, ctx := range []string{"ksoftirqd", "softirq"} {
+		s := snaps(3, func(x float64) []metrics.PollLine { return []metrics.PollLine{pkts("rx-0", ctx, 0, always(x))} })
+		o := outcome(t, Check(Record{Kernel: Kernel{}, Knobs: knobs, Snaps: s}, rules), "busy-poll-reaches")
+		a := o.Assert()
+		switch {
+		case ctx == "ksoftirqd" && (!a.Passed || o.Overloaded == 0 || !strings.Contains(a.Measured, "overloaded (ksoftirqd polled)")):
+			t.Errorf("polled by ksoftirqd: %+v", a)
+		case ctx == "softirq" && (a.Passed || o.Overloaded != 0):
+			t.Errorf("polled by softirq, no busy poll: %+v", a)
+		}
+	}
+}
+
 func TestByDeviceLineByLine(t *testing.T) {
 	// One task's line vanished, another's grew: the growth counts.
 	prev := []metrics.PollLine{{Dev: "eth0", NAPI: "rx-0", Context: "busypoll", CPU: 1, PID: 10, Polls: 100}}
