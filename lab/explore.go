@@ -125,6 +125,13 @@ func runExplore(cmd *cobra.Command, g *globalOptions, o *exploreOptions) error {
 		if err != nil {
 			return explore.Outcome{}, err
 		}
+		if fl, _ := kernels.ParseFlavour(cfg.Kernel.Flavour); fl.Debug {
+			// The fragments' debug rates and the longer debug deadline, as
+			// lab run gives a debug kernel.
+			if s, _, err = s.ForFlavour(scenarios.FlavourDebug, nil); err != nil {
+				return explore.Outcome{}, err
+			}
+		}
 		dir, err := results.NewRunDir(filepath.Join(o.out, "runs"), name)
 		if err != nil {
 			return explore.Outcome{}, err

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"napilab/internal/wire"
 	"napilab/results"
@@ -13,6 +14,12 @@ import (
 
 // coverStep names the cover probes' registration where a step name is expected.
 const coverStep = "cover probes"
+
+// probeSetup is what registering one probe may take: over 15 s on the 6.1
+// debug flavour under TCG (see minSetupLimit), so lab explore's 9 probes
+// there ran past the one minute every setup call gets (3 of 3 programs
+// on regress-xps-map-leak-6.1.debug, with the host quiet).
+const probeSetup = 20 * time.Second
 
 // setupCover attaches a counting probe on every symbol Config.Cover names
 // (the functions the kernel's series changes). A symbol the kernel refuses
@@ -32,7 +39,8 @@ func (r *run) setupCover(ctx context.Context) error {
 	}
 	var skipped []string
 	if len(syms) > 0 {
-		err := r.boundedCall(ctx, coverStep, 0, r.setupLimit(), wire.OpCover, wire.Cover{Funcs: syms}, &skipped)
+		limit := max(r.setupLimit(), time.Duration(len(syms))*probeSetup)
+		err := r.boundedCall(ctx, coverStep, 0, limit, wire.OpCover, wire.Cover{Funcs: syms}, &skipped)
 		var h *hangError
 		switch {
 		case errors.As(err, &h):
