@@ -180,11 +180,7 @@ func (p *PerfCheck) decideAbove(b Budget, row CompareRow, sh *Shift) BudgetResul
 		r.Verdict, r.Reason = results.Error, row.Metric+": no values from "+p.missing(row)
 		return r
 	}
-	head := row.Metric + " " + r.Change()
-	if !math.IsNaN(row.P) {
-		head += " p=" + strconv.FormatFloat(row.P, 'g', 2, 64)
-	}
-	head += ", budget " + b.String()
+	head := r.head()
 	beyond := row.P < p.Alpha && (sh.Lo > 0 || sh.Hi < 0)
 	switch {
 	case beyond && sh.Diff > b.MaxAbove:
@@ -280,19 +276,13 @@ func signedNum(f float64) string {
 
 func (p *PerfCheck) decide(b Budget, row CompareRow) BudgetResult {
 	r := BudgetResult{Budget: b, Row: row, CV: budgetCV(row.A, row.B)}
-	head := row.Metric + " " + budgetChange(row) + ", budget " + b.String()
+	head := r.head()
 	switch {
 	case b.MaxDrop <= 0 && b.MaxRise <= 0:
 		r.Verdict, r.Reason = results.Error, row.Metric+": the budget bounds neither a drop nor a rise"
 		return r
-	case row.A.N == 0 && row.B.N == 0:
-		r.Verdict, r.Reason = results.Error, row.Metric+": no values from either side"
-		return r
-	case row.A.N == 0:
-		r.Verdict, r.Reason = results.Error, row.Metric+": no values from the baseline "+p.Baseline
-		return r
-	case row.B.N == 0:
-		r.Verdict, r.Reason = results.Error, row.Metric+": no values from the candidate "+p.Candidate
+	case row.A.N == 0 || row.B.N == 0:
+		r.Verdict, r.Reason = results.Error, row.Metric+": no values from "+p.missing(row)
 		return r
 	}
 	drop, rise := b.MaxDrop > 0, b.MaxRise > 0
@@ -345,14 +335,14 @@ func (b Budget) String() string {
 	return strings.Join(parts, "/")
 }
 
-// budgetChange prints a row's ratio as a signed change with its interval
-// and p: "-23.4% [-27.9..-18.1%] p=0.008".
-func budgetChange(r CompareRow) string {
-	s := budgetInterval(r)
-	if !math.IsNaN(r.P) {
-		s += " p=" + strconv.FormatFloat(r.P, 'g', 2, 64)
+// head begins a budget's reason: the figure, its change with its interval
+// and p, and the budget: "m -23.4% [-27.9..-18.1%] p=0.008, budget -5%".
+func (r BudgetResult) head() string {
+	s := r.Row.Metric + " " + r.Change()
+	if !math.IsNaN(r.Row.P) {
+		s += " p=" + strconv.FormatFloat(r.Row.P, 'g', 2, 64)
 	}
-	return s
+	return s + ", budget " + r.Budget.String()
 }
 
 // budgetInterval prints a row's ratio as a signed change with its
