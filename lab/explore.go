@@ -14,6 +14,7 @@ import (
 	"napilab/kernels"
 	"napilab/results"
 	"napilab/runner"
+	"napilab/runner/campaign"
 	"napilab/scenarios"
 	"napilab/scenarios/explore"
 )
@@ -125,12 +126,10 @@ func runExplore(cmd *cobra.Command, g *globalOptions, o *exploreOptions) error {
 		if err != nil {
 			return explore.Outcome{}, err
 		}
-		if fl, _ := kernels.ParseFlavour(cfg.Kernel.Flavour); fl.Debug {
-			// The fragments' debug rates and the longer debug deadline, as
-			// lab run gives a debug kernel.
-			if s, _, err = s.ForFlavour(scenarios.FlavourDebug, nil); err != nil {
-				return explore.Outcome{}, err
-			}
+		// A debug kernel's parameters (the fragments' rates, the longer
+		// deadline), as lab run gives them.
+		if s, _, err = campaign.ForKernel(cfg, s, nil); err != nil {
+			return explore.Outcome{}, err
 		}
 		dir, err := results.NewRunDir(filepath.Join(o.out, "runs"), name)
 		if err != nil {

@@ -20,7 +20,7 @@ func (gs *Guests) Arm(ctx context.Context, kpath, file string, params map[string
 	if err != nil {
 		return runner.Arm{}, err
 	}
-	if s, params, err = forKernel(cfg, s, params); err != nil {
+	if s, params, err = ForKernel(cfg, s, params); err != nil {
 		return runner.Arm{}, err
 	}
 	label := cfg.Kernel.Spec

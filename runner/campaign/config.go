@@ -20,9 +20,9 @@ func GuestConfig(specPath string, spec *kernels.Spec, k *kernels.Artifact, img *
 	return cfg
 }
 
-// forKernel returns the scenario with the parameters its flavours: block
+// ForKernel returns the scenario with the parameters its flavours: block
 // sets for the flavour the kernel of cfg was built as (the user's params win).
-func forKernel(cfg runner.Config, s *scenarios.Scenario, params map[string]string) (*scenarios.Scenario, map[string]string, error) {
+func ForKernel(cfg runner.Config, s *scenarios.Scenario, params map[string]string) (*scenarios.Scenario, map[string]string, error) {
 	fl, err := kernels.ParseFlavour(cfg.Kernel.Flavour)
 	if err != nil || !fl.Debug {
 		return s, params, err

@@ -71,7 +71,7 @@ func (pl *Planner) group(ctx context.Context, kpath string, group []Planned) []r
 			fmt.Fprintf(pl.Out, "SKIP  %s on %s (%s): %s\n", p.Scenario.Name, base.Kernel.Spec, base.Kernel.Release, why)
 			continue
 		}
-		s, params, err := forKernel(base, p.Scenario, p.Params)
+		s, params, err := ForKernel(base, p.Scenario, p.Params)
 		if err != nil {
 			pl.error(p, kpath, err)
 			continue
