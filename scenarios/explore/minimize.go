@@ -37,26 +37,28 @@ func Minimize(p Program, judge Judge) (Program, error) {
 				return cur, err
 			}
 		}
-		if cur.Delay != nil {
+		// drop keeps a smaller cur when it still fails (test judges cur
+		// with the steps it is given).
+		drop := func(smaller Program) error {
 			kept := cur
-			cur.Delay = nil
-			cur = cur.sane() // test judges cur with the steps it is given
+			cur = smaller
 			ok, err := test(cur.Steps)
 			if err != nil || !ok {
 				cur = kept
 			}
-			if err != nil {
+			return err
+		}
+		if cur.Delay != nil {
+			c := cur
+			c.Delay = nil
+			if err := drop(c.sane()); err != nil {
 				return cur, err
 			}
 		}
 		for i := len(cur.BusyPoll) - 1; i >= 0; i-- {
-			kept := cur
-			cur.BusyPoll = slices.Delete(slices.Clone(cur.BusyPoll), i, i+1)
-			ok, err := test(cur.Steps)
-			if err != nil || !ok {
-				cur = kept
-			}
-			if err != nil {
+			c := cur
+			c.BusyPoll = slices.Delete(slices.Clone(cur.BusyPoll), i, i+1)
+			if err := drop(c); err != nil {
 				return cur, err
 			}
 		}
