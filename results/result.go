@@ -389,6 +389,9 @@ type Load struct {
 	Kind      string `json:"kind,omitempty"`
 	FromNetns string `json:"from_netns,omitempty"`
 	FromHost  bool   `json:"from_host,omitempty"`
+	// Routed says the packets cross a namespace that forwards them to
+	// the sink's: devices and counters on the way the invariants do not read.
+	Routed bool `json:"routed,omitempty"`
 	// Undrained says the sink closed its socket before it was empty (its
 	// drain ran out of time): Received misses what it still held.
 	Undrained bool `json:"undrained,omitempty"`

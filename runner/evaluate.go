@@ -38,7 +38,7 @@ func (t *timeline) loadResults() []results.Load {
 		sl := t.s.Loads[name]
 		if sl != nil {
 			l.Dev, l.Netns = sl.ArrivesOn()
-			l.FromNetns, l.FromHost = sl.From.Netns, sl.From.Host
+			l.FromNetns, l.FromHost, l.Routed = sl.From.Netns, sl.From.Host, sl.Routed
 			if lr.sink != nil {
 				l.Kind = sl.Kind
 			}

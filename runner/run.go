@@ -183,7 +183,13 @@ func (r *run) do(ctx context.Context) error {
 		}
 		taps = append(taps, t)
 	}
-	r.host, err = vm.NewHostNet(taps)
+	var routes []vm.Route
+	for _, rt := range r.s.Topology.Routes {
+		if rt.Host {
+			routes = append(routes, vm.Route{To: rt.To, Via: rt.Via})
+		}
+	}
+	r.host, err = vm.NewHostNet(taps, routes)
 	if err != nil {
 		return &infraError{err}
 	}
@@ -403,6 +409,11 @@ func (r *run) setup(ctx context.Context) error {
 			A:           wire.End{Name: v.Name, Netns: v.Netns, Address: v.Address, GRO: v.GRO, Features: v.Features},
 			B:           wire.End{Name: v.Peer.Name, Netns: v.Peer.Netns, Address: v.Peer.Address, GRO: v.Peer.GRO, Features: v.Peer.Features},
 			StaticNeigh: v.StaticNeigh})
+	}
+	for _, rt := range r.s.Topology.Routes {
+		if !rt.Host {
+			t.Routes = append(t.Routes, wire.Route{Netns: rt.Netns, To: rt.To, Via: rt.Via})
+		}
 	}
 	r.setupAt = time.Now()
 	if err := r.boundedCall(ctx, setupStep, 0, r.setupLimit(), wire.OpSetup, t, nil); err != nil {

@@ -76,7 +76,7 @@ func (t *timeline) udpLoads() []results.Load {
 		if l.Kind != "udp" {
 			continue
 		}
-		r := results.Load{Name: name, Kind: l.Kind, FromNetns: l.From.Netns, FromHost: l.From.Host}
+		r := results.Load{Name: name, Kind: l.Kind, FromNetns: l.From.Netns, FromHost: l.From.Host, Routed: l.Routed}
 		r.Dev, r.Netns = l.ArrivesOn()
 		out = append(out, r)
 	}

@@ -68,14 +68,26 @@ func (s *Scenario) Explain(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  veth %s <-> %s%s\n", end(v.End), end(v.Peer), neigh)
 	}
+	for _, r := range s.Topology.Routes {
+		where := "netns " + or(r.Netns, "root")
+		if r.Host {
+			where = "host side"
+		}
+		fmt.Fprintf(w, "  route in %s: %s via %s\n", where, r.To, r.Via)
+	}
 	if len(s.Loads) > 0 {
 		fmt.Fprintln(w, "loads:")
 	}
 	for _, name := range sortedKeys(s.Loads) {
 		l := s.Loads[name]
 		from := "netns " + or(l.From.Netns, "root")
-		if l.From.Host {
+		switch {
+		case l.From.Host && l.Routed:
+			from = "the host, routed through the guest"
+		case l.From.Host:
 			from = "the host through " + l.To.NIC + "'s tap"
+		case l.Routed:
+			from += ", routed"
 		}
 		rate := "flood"
 		if l.Rate > 0 {

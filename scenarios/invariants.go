@@ -91,9 +91,13 @@ func (s *Scenario) explainInvariants(w io.Writer) {
 			on = append(on, fmt.Sprintf("%s %s%s (line %d)", k.Dev, what, inNetns(k.Netns), k.Line))
 		}
 	})
-	var feeds, udp []string
+	var feeds, udp, routed []string
 	for _, name := range slices.Sorted(maps.Keys(s.Loads)) {
 		l := s.Loads[name]
+		if l.Routed {
+			routed = append(routed, name)
+			continue
+		}
 		dev, ns := l.ArrivesOn()
 		if l.Datagrams() {
 			feeds = append(feeds, fmt.Sprintf("%s%s (load %s)", dev, inNetns(ns), name))
@@ -107,6 +111,9 @@ func (s *Scenario) explainInvariants(w io.Writer) {
 	}
 	if len(udp) > 0 {
 		fmt.Fprintf(w, "  udp-conserved on the namespaces the udp loads %s end in\n", strings.Join(udp, ", "))
+	}
+	if len(routed) > 0 {
+		fmt.Fprintf(w, "  not judged by rx-live and udp-conserved: %s (routed through a forwarding namespace)\n", strings.Join(routed, ", "))
 	}
 	if len(on) == 0 {
 		fmt.Fprintln(w, "  no step sets a NAPI's threaded mode, link, GRO or XDP or starts a busy-polling receiver: the mode rules judge nothing")

@@ -100,6 +100,20 @@ type Topology struct {
 	NICs  []*NIC   `yaml:"nics"`
 	Netns []string `yaml:"netns"`
 	Veths []*Veth  `yaml:"veths"`
+	// Routes lead traffic across the guest: from the host, or from one
+	// namespace, to an address behind another (the guest forwards it when
+	// machine.sysctls sets net.ipv4.ip_forward).
+	Routes []*Route `yaml:"routes"`
+}
+
+// Route is a static route in a guest namespace or, with Host, in the
+// host's namespace of the taps: packets for To go to the neighbour Via.
+type Route struct {
+	To    string `yaml:"to"`  // a network, CIDR
+	Via   string `yaml:"via"` // an address on a subnet the namespace is on
+	Netns string `yaml:"netns"`
+	Host  bool   `yaml:"host"`
+	Pos   Pos    `yaml:"-"`
 }
 
 // NIC is a virtio-net device on a multi-queue tap driven from the host.
@@ -159,6 +173,9 @@ type Load struct {
 	SinkNetns string `yaml:"-"`
 	SinkAddr  string `yaml:"-"`
 	SinkDev   string `yaml:"-"` // the device holding SinkAddr (the nic for to: {nic})
+	// Routed says the sink is on no subnet of the sender's namespace: its
+	// packets cross a namespace that forwards them (topology.routes).
+	Routed bool `yaml:"-"`
 
 	// XSK configures a kind: xsk load's AF_XDP receiver.
 	XSK *XSK `yaml:"xsk"`

@@ -90,6 +90,13 @@ func (v *Veth) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // UnmarshalYAML records the line.
+func (r *Route) UnmarshalYAML(n *yaml.Node) error {
+	type raw Route
+	r.Pos = Pos{Line: n.Line, Col: n.Column}
+	return n.Decode((*raw)(r))
+}
+
+// UnmarshalYAML records the line.
 func (l *Load) UnmarshalYAML(n *yaml.Node) error {
 	type raw Load
 	l.Pos = Pos{Line: n.Line, Col: n.Column}

@@ -84,6 +84,9 @@ func (s *Scenario) resolvePositions(f files) {
 	for _, v := range s.Topology.Veths {
 		fix(&v.Pos)
 	}
+	for _, r := range s.Topology.Routes {
+		fix(&r.Pos)
+	}
 	for _, l := range s.Loads {
 		fix(&l.Pos)
 	}
@@ -123,13 +126,17 @@ type checker struct {
 	devs  map[string]bool   // netns/name
 	nics  map[string]*NIC
 	idx   *topoIndex // built on first use
+	// nets are the subnets each namespace has an address on; hostNets the
+	// host's side of the taps.
+	nets     map[string][]*net.IPNet
+	hostNets []*net.IPNet
 }
 
 func (s *Scenario) validate(c *collector, params map[string]string) {
 	s.Values = params
 	k := &checker{s: s, c: c, top: Pos{File: s.Path, Line: 1, Col: 1},
 		netns: map[string]bool{"": true}, addrs: map[string]string{}, devs: map[string]bool{}, nics: map[string]*NIC{},
-		onDev: map[string]string{}}
+		onDev: map[string]string{}, nets: map[string][]*net.IPNet{}}
 	if s.Name == "" {
 		c.add(k.top, "missing name")
 	} else if err := names.Check(s.Name); err != nil {
@@ -155,6 +162,7 @@ func (s *Scenario) validate(c *collector, params map[string]string) {
 	}
 	k.flavours(params)
 	k.topology()
+	k.routes()
 	for _, name := range sortedKeys(s.Loads) {
 		k.load(s.Loads[name])
 	}
@@ -266,11 +274,12 @@ func (k *checker) checkDev(p Pos, ns, name, cidr string) {
 	}
 	k.devs[ns+"/"+name] = true
 	if cidr != "" {
-		ip, _, err := net.ParseCIDR(cidr)
+		ip, sub, err := net.ParseCIDR(cidr)
 		if err != nil {
 			k.c.add(p, "address %q: want CIDR like 10.0.0.1/24", cidr)
 			return
 		}
+		k.nets[ns] = append(k.nets[ns], sub)
 		k.addrs[ip.String()] = ns
 		k.onDev[ip.String()] = name
 	}
@@ -314,8 +323,10 @@ func (k *checker) topology() {
 			k.c.add(n.Pos, "nic %s: bad mac %q", n.Name, n.MAC)
 		}
 		if n.Host != "" {
-			if _, _, err := net.ParseCIDR(n.Host); err != nil {
+			if _, sub, err := net.ParseCIDR(n.Host); err != nil {
 				k.c.add(n.Pos, "nic %s: host address %q: want CIDR", n.Name, n.Host)
+			} else {
+				k.hostNets = append(k.hostNets, sub)
 			}
 		}
 	}
@@ -401,10 +412,8 @@ func (k *checker) load(l *Load) {
 			c.add(p, "load %s: no device in the topology has address %s", l.Name, l.To.Address)
 			return
 		}
-		if l.From.Host {
-			c.add(p, "load %s: traffic from the host must go to a nic (to: {nic: NAME})", l.Name)
-		}
 		l.SinkAddr, l.SinkNetns, l.SinkDev = l.To.Address, ns, k.onDev[l.To.Address]
+		k.routed(l)
 	default:
 		c.add(p, "load %s: to needs an address or a nic", l.Name)
 	}
@@ -420,6 +429,7 @@ func (s *Scenario) dropEmpty(c *collector) {
 	top := Pos{File: s.Path, Line: 1, Col: 1}
 	s.Topology.NICs = dropNil(s.Topology.NICs, func() { c.add(top, "empty entry under topology.nics") })
 	s.Topology.Veths = dropNil(s.Topology.Veths, func() { c.add(top, "empty entry under topology.veths") })
+	s.Topology.Routes = dropNil(s.Topology.Routes, func() { c.add(top, "empty entry under topology.routes") })
 	s.Samplers = dropNil(s.Samplers, func() { c.add(top, "empty entry under samplers") })
 	s.Asserts = dropNil(s.Asserts, func() { c.add(top, "empty entry under asserts") })
 	for name, l := range s.Loads {

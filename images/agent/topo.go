@@ -36,7 +36,29 @@ func (a *agent) setup(t wire.Topology) error {
 			return fmt.Errorf("veth %s/%s: %w", v.A.Name, v.B.Name, err)
 		}
 	}
+	for _, r := range t.Routes {
+		if err := a.addRoute(r); err != nil {
+			return fmt.Errorf("route to %s via %s in netns %q: %w", r.To, r.Via, r.Netns, err)
+		}
+	}
 	return nil
+}
+
+func (a *agent) addRoute(r wire.Route) error {
+	_, dst, err := net.ParseCIDR(r.To)
+	if err != nil {
+		return err
+	}
+	via := net.ParseIP(r.Via)
+	if via == nil {
+		return fmt.Errorf("bad address %q", r.Via)
+	}
+	h, err := a.ns.handle(r.Netns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	return h.RouteAdd(&netlink.Route{Dst: dst, Gw: via})
 }
 
 func (a *agent) setupNIC(nic wire.NIC) error {

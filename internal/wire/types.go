@@ -50,7 +50,16 @@ type Topology struct {
 	Netns   []string          `json:"netns,omitempty"`
 	NICs    []NIC             `json:"nics,omitempty"`
 	Veths   []Veth            `json:"veths,omitempty"`
+	Routes  []Route           `json:"routes,omitempty"`  // added after the devices
 	Sysctls map[string]string `json:"sysctls,omitempty"` // path under /proc/sys (dots or slashes) -> value
+}
+
+// Route is a static route in a namespace: packets for To (CIDR) go to the
+// neighbour Via.
+type Route struct {
+	Netns string `json:"netns,omitempty"`
+	To    string `json:"to"`
+	Via   string `json:"via"`
 }
 
 // NIC is a virtio-net device, found by MAC and renamed to Name.

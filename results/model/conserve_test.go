@@ -129,6 +129,11 @@ func TestUDPConserved(t *testing.T) {
 			l.Undrained = true
 			return l
 		}()}, unsure: 1},
+		{name: "a load routed through a forwarding namespace (its drops are not read)", loads: []results.Load{func() results.Load {
+			l := flood(1000, 700)
+			l.Routed = true
+			return l
+		}()}, unsure: 1},
 		{name: "packets still arriving at the end", loads: []results.Load{flood(1000, 990)}, arriving: true, unsure: 1},
 		{name: "not a udp load", loads: []results.Load{{Name: "rr", Kind: "rr", Netns: "b", Sent: 10}}, notExercised: true},
 		{name: "a load whose sink's count was lost", loads: []results.Load{{Name: "flood", Netns: "b", Sent: 10}}, notExercised: true},

@@ -148,7 +148,8 @@ var Rules = []*Rule{
 			"polling a packet. A link, GRO, XDP or channels change ends a silence and starts a phase (the NAPIs " +
 			"may be disabled or deleted); a threaded flip changes who polls, not whether, and does not. Judged " +
 			"per device, not per NAPI (a flow's queue may move), only while the guest kept reading its " +
-			"who-polled snapshots.",
+			"who-polled snapshots. A load routed through a forwarding namespace is not judged: a change on its way " +
+			"silences it too.",
 		Grace:  0.4,
 		Within: 1.0,
 		state:  "while a load sends to a device that is up, settled and polling",
@@ -166,7 +167,8 @@ var Rules = []*Rule{
 			"(gro_normal_list, dev.c:6213 [6448]). Judged per sink namespace over the counters read before and " +
 			"after the timeline (the sinks read their sockets empty before they close), where no link, GRO, " +
 			"XDP or channels change, exec or kselftest step ran on the way while the loads sent: a veth that " +
-			"goes down or loses its NAPI frees its ring without counting (veth_napi_del's ptr_ring_cleanup).",
+			"goes down or loses its NAPI frees its ring without counting (veth_napi_del's ptr_ring_cleanup). A " +
+			"load routed through a forwarding namespace is not judged: that namespace's drops are not read.",
 		state:    "for every namespace udp loads end in",
 		conserve: true,
 	},

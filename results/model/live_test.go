@@ -107,6 +107,24 @@ func TestRxLive(t *testing.T) {
 	}
 }
 
+// TestRxLiveRouted: a load routed through a forwarding namespace is not
+// judged: a change on the way (the router's NIC down) silences it too.
+func TestRxLiveRouted(t *testing.T) {
+	l := sending(6, nil)
+	l.Routed = true
+	outs := Check(Record{Snaps: vrxSnaps(6, func(t float64) bool { return t < 2 || t >= 4 }, nil), Loads: []results.Load{l}},
+		[]*Rule{RuleNamed("rx-live")})
+	for _, o := range outs {
+		if o.Judged > 0 || len(o.Broken) > 0 {
+			t.Fatalf("a routed load was judged: %+v", o)
+		}
+	}
+	l.Routed = false
+	if o := live(t, nil, vrxSnaps(6, func(t float64) bool { return t < 2 || t >= 4 }, nil), []results.Load{l}); len(o.Broken) != 1 {
+		t.Fatalf("the same silence of a load not routed: broken %d, want 1", len(o.Broken))
+	}
+}
+
 // TestRxLiveEvidence: a device that polled before its link went
 // down is held to the rule only once it polls again: a NAPI that never
 // came back after the link did is not a silence this rule sees (a hang's,

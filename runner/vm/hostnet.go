@@ -39,8 +39,12 @@ type TapSpec struct {
 	GuestMAC string
 }
 
-// NewHostNet creates the namespace and the taps.
-func NewHostNet(specs []TapSpec) (h *HostNet, err error) {
+// Route is a static route on the host's side: packets for To (CIDR) go to
+// the guest's address Via, for a network the guest forwards to.
+type Route struct{ To, Via string }
+
+// NewHostNet creates the namespace, the taps and the routes.
+func NewHostNet(specs []TapSpec, routes []Route) (h *HostNet, err error) {
 	h = &HostNet{ns: -1}
 	defer func() {
 		if err != nil {
@@ -63,9 +67,26 @@ func NewHostNet(specs []TapSpec) (h *HostNet, err error) {
 			}
 			h.taps = append(h.taps, t)
 		}
+		for _, r := range routes {
+			if err := addRoute(r); err != nil {
+				return fmt.Errorf("host route to %s via %s: %w", r.To, r.Via, err)
+			}
+		}
 		return nil
 	})
 	return h, err
+}
+
+func addRoute(r Route) error {
+	_, dst, err := net.ParseCIDR(r.To)
+	if err != nil {
+		return err
+	}
+	via := net.ParseIP(r.Via)
+	if via == nil {
+		return fmt.Errorf("bad address %q", r.Via)
+	}
+	return netlink.RouteAdd(&netlink.Route{Dst: dst, Gw: via})
 }
 
 // createTap runs inside the namespace.
