@@ -38,14 +38,15 @@ func (t *timeline) figures(rec *record, cpus int) map[string]float64 {
 		}
 	}
 	rec.pollFigures(out)
-	if dg := out["snmp.Udp.InDatagrams"]; dg > 0 {
+	loads := t.loadResults()
+	if dg := datagrams(out, loads); dg > 0 {
 		for _, m := range scenarios.PerDatagram {
 			if v, ok := out[m]; ok {
 				out[m+scenarios.PerDatagramSuffix] = v / dg
 			}
 		}
 	}
-	for _, l := range t.loadResults() {
+	for _, l := range loads {
 		if secs := float64(len(l.PerSecond)); secs > 0 {
 			out[l.Name+".rx_pps"] = float64(l.Received) / secs
 			out[l.Name+".sent_pps"] = float64(l.Sent) / secs
@@ -60,6 +61,23 @@ func (t *timeline) figures(rec *record, cpus int) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// datagrams is what the per-datagram costs divide by: the UDP datagrams the
+// root namespace delivered to sockets or, where it delivered none (every
+// sink in another namespace: a forwarded flood), what the udp loads' sinks
+// received.
+func datagrams(out map[string]float64, loads []results.Load) float64 {
+	if dg := out["snmp.Udp.InDatagrams"]; dg > 0 {
+		return dg
+	}
+	var n uint64
+	for _, l := range loads {
+		if l.Kind == "udp" {
+			n += l.Received
+		}
+	}
+	return float64(n)
 }
 
 // pollFigures adds who polled over the timeline: for every context, the

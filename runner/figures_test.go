@@ -135,3 +135,19 @@ func TestSamplesFillPollFigures(t *testing.T) {
 }
 
 func figuresOf(tl *timeline) map[string]float64 { return tl.figures(tl.record(), 2) }
+
+// TestDatagrams: per datagram divides by what the root namespace delivered,
+// or, when it delivered none (a flood forwarded to a sink in another
+// namespace), by what the udp sinks received.
+func TestDatagrams(t *testing.T) {
+	loads := []results.Load{{Name: "fwd", Kind: "udp", Received: 900}, {Name: "rr", Kind: "rr", Received: 50}}
+	if got := datagrams(map[string]float64{"snmp.Udp.InDatagrams": 1000}, loads); got != 1000 {
+		t.Errorf("root delivered 1000: got %v", got)
+	}
+	if got := datagrams(map[string]float64{"snmp.Udp.InDatagrams": 0}, loads); got != 900 {
+		t.Errorf("root delivered none: got %v, want the udp sinks' 900", got)
+	}
+	if got := datagrams(map[string]float64{}, nil); got != 0 {
+		t.Errorf("nothing: got %v", got)
+	}
+}

@@ -55,7 +55,8 @@ var FigureMetrics = []string{
 var PerCPUFigures = []string{"ksoftirqd.cpu_seconds", "softirqs.NET_RX", "interrupts.CAL", "interrupts.RES", "softnet.received_rps"}
 
 // PerDatagram are the costs also given per delivered UDP datagram, as
-// "<metric> per datagram" (<metric> / snmp.Udp.InDatagrams): the seeds'
+// "<metric> per datagram" (<metric> / snmp.Udp.InDatagrams; where the root
+// namespace delivered none, / what the udp loads' sinks received): the seeds'
 // softirqs and IPIs per packet, the receiving threads' CPU time and sleeps
 // (a wakeup each), and the polls of every context (who polled).
 var PerDatagram = []string{"softirqs.NET_RX", "interrupts.CAL", "interrupts.RES",
