@@ -1,13 +1,8 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"napilab/kernels"
-	"napilab/results"
 )
 
 // TestTreeFlags: the tree flags and the bisect range are checked before
@@ -34,35 +29,6 @@ func TestTreeFlags(t *testing.T) {
 				t.Errorf("lab %v: %q, want %q", tc.args, got, tc.want)
 			}
 		})
-	}
-}
-
-// TestReproTreeSpec: replay.json may name an ad-hoc spec in the cache's
-// specs folder (lab --tree wrote it), not one beside it.
-func TestReproTreeSpec(t *testing.T) {
-	t.Chdir("..")
-	cache := t.TempDir()
-	specs := kernels.SpecsDir(cache)
-	os.MkdirAll(specs, 0o755)
-	inside := filepath.Join(specs, "tree-linux.yaml")
-	outside := filepath.Join(cache, "evil.yaml")
-	for _, p := range []string{inside, outside} {
-		os.WriteFile(p, []byte("name: x\n"), 0o644)
-	}
-	for _, tc := range []struct {
-		name, spec, want string
-	}{
-		{"ad-hoc spec", inside, ""},
-		{"beside the specs folder", outside, "outside"},
-		{"through ..", filepath.Join(specs, "..", "evil.yaml"), "outside"},
-	} {
-		got, err := reproSpec(&reproOptions{}, &results.Replay{KernelSpec: tc.spec}, cache)
-		switch {
-		case tc.want == "" && (err != nil || got != tc.spec):
-			t.Errorf("%s: %q, %v; want %s trusted", tc.name, got, err, tc.spec)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("%s: %q, %v; want an error with %q", tc.name, got, err, tc.want)
-		}
 	}
 }
 
