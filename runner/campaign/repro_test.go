@@ -39,7 +39,6 @@ func TestReproTreeSpec(t *testing.T) {
 	}
 }
 
-
 // TestReproVerdict: the same title reproduces; a passing original or a
 // different title says so.
 func TestReproVerdict(t *testing.T) {
