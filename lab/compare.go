@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 
 	"github.com/spf13/cobra"
@@ -11,7 +9,6 @@ import (
 	"napilab/kernels"
 	"napilab/results"
 	"napilab/results/report"
-	"napilab/results/stats"
 	"napilab/runner"
 	"napilab/runner/campaign"
 )
@@ -89,6 +86,12 @@ func compare(cmd *cobra.Command, g *globalOptions, o *compareOptions, file strin
 	if err != nil {
 		return err
 	}
+	var re *regexp.Regexp // checked before any run
+	if o.metrics != "" {
+		if re, err = regexp.Compile(o.metrics); err != nil {
+			return fmt.Errorf("bad --metrics: %w", err)
+		}
+	}
 	var arms [2]runner.Arm
 	for i, tag := range []string{"a", "b"} {
 		gs := newGuests(g, 0, cmd.ErrOrStderr())
@@ -104,29 +107,15 @@ func compare(cmd *cobra.Command, g *globalOptions, o *compareOptions, file strin
 		}
 		arms[i] = arm
 	}
-	if arms[0].Label == arms[1].Label {
-		arms[1].Label += " (B)"
-	}
 	stderr := cmd.ErrOrStderr()
-	dir, err := results.NewRunDir(o.out, "compare-"+arms[0].Cfg.Scenario.Name)
+	c, dir, err := campaign.Comparison{Arms: arms, Repeat: o.repeat, Out: o.out, Alpha: o.alpha, Seed: o.seed,
+		Each: func(a runner.Arm, i int, r *results.Result) {
+			fmt.Fprintf(stderr, "%s-%d %-30s %s (%.1fs)\n", a.Tag, i, a.Label, r.Verdict, r.Timings.Total)
+		}}.Compare(cmd.Context())
 	if err != nil {
-		return err
+		return err // exit 2, as every lab failure
 	}
-	runs, err := runner.Interleave(cmd.Context(), arms[:], dir, 1, o.repeat, func(a runner.Arm, i int, r *results.Result) {
-		fmt.Fprintf(stderr, "%s-%d %-30s %s (%.1fs)\n", a.Tag, i, a.Label, r.Verdict, r.Timings.Total)
-	})
-	if err != nil {
-		return &exitCodeError{code: exitError, err: err}
-	}
-	c := stats.Compare(arms[0].Label, arms[1].Label, runner.Samples(runs), o.alpha, o.seed)
-	if err := writeComparison(dir, c); err != nil {
-		return err
-	}
-	if o.metrics != "" {
-		re, err := regexp.Compile(o.metrics)
-		if err != nil {
-			return fmt.Errorf("bad --metrics: %w", err)
-		}
+	if re != nil {
 		shown := *c
 		shown.Rows = nil
 		for _, r := range c.Rows {
@@ -142,24 +131,4 @@ func compare(cmd *cobra.Command, g *globalOptions, o *compareOptions, file strin
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "comparison folder: %s (compare.html)\n", dir)
 	return nil
-}
-
-func writeComparison(dir string, c *stats.Comparison) error {
-	j, err := os.Create(filepath.Join(dir, "compare.json"))
-	if err != nil {
-		return err
-	}
-	if err := c.WriteJSON(j); err != nil {
-		j.Close()
-		return err
-	}
-	if err := j.Close(); err != nil {
-		return err
-	}
-	m, err := os.Create(filepath.Join(dir, "compare.md"))
-	if err != nil {
-		return err
-	}
-	c.WriteMarkdown(m)
-	return m.Close()
 }
