@@ -19,7 +19,7 @@ type Comparison struct {
 	Out    string
 	Alpha  float64
 	Seed   int64
-	Run    Interleaver                           // nil: runner.Interleave
+	Run    Interleaver                            // nil: runner.Interleave
 	Each   func(runner.Arm, int, *results.Result) // after every run
 }
 
