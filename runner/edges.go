@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"napilab/scenarios"
@@ -65,10 +66,18 @@ func (e *stepEdges) skip(d time.Duration) {
 	}
 }
 
+// edgePlan is the snapshots a timeline's windowed assertions need: by step
+// name, and the context and wait group of those scheduled after a step.
+type edgePlan struct {
+	byStep map[string]*stepEdges
+	ctx    context.Context // ends the snapshots scheduled after steps
+	wg     sync.WaitGroup
+}
+
 // edge takes one snapshot of the window sources and returns its host time
 // (-1: none).
 func (t *timeline) edge(ctx context.Context) float64 {
-	if len(t.edges) == 0 {
+	if len(t.edges.byStep) == 0 {
 		return -1
 	}
 	return t.snapshot(ctx, edgesGroup, t.windowSources())
@@ -77,7 +86,7 @@ func (t *timeline) edge(ctx context.Context) float64 {
 // stepStarts snapshots before a step whose start is an edge and schedules
 // the snapshots after its start.
 func (t *timeline) stepStarts(ctx context.Context, name string) {
-	e := t.edges[name]
+	e := t.edges.byStep[name]
 	if e == nil {
 		return
 	}
@@ -90,7 +99,7 @@ func (t *timeline) stepStarts(ctx context.Context, name string) {
 // stepEnded snapshots at a step's end and schedules the snapshots after it;
 // those stop with the timeline (the window then ends past it, unmeasured).
 func (t *timeline) stepEnded(ctx context.Context, name string) {
-	e := t.edges[name]
+	e := t.edges.byStep[name]
 	if e == nil {
 		return
 	}
@@ -107,13 +116,13 @@ func (t *timeline) edgesAfter(delays []time.Duration) {
 		if d <= 0 {
 			continue
 		}
-		t.edgeWG.Add(1)
+		t.edges.wg.Add(1)
 		go func() {
-			defer t.edgeWG.Done()
+			defer t.edges.wg.Done()
 			select {
-			case <-t.edgeCtx.Done():
+			case <-t.edges.ctx.Done():
 			case <-time.After(d):
-				t.edge(t.edgeCtx)
+				t.edge(t.edges.ctx)
 			}
 		}()
 	}
@@ -147,7 +156,7 @@ func (t *timeline) iterated(ctx context.Context, st *scenarios.Step, i int, star
 
 // watched returns the each: window after every repetition of st, 0 if none.
 func (t *timeline) watched(st *scenarios.Step) time.Duration {
-	if e := t.edges[st.Name]; st.Name != "" && e != nil {
+	if e := t.edges.byStep[st.Name]; st.Name != "" && e != nil {
 		return e.within
 	}
 	return 0

@@ -25,7 +25,7 @@ const (
 // kselftestTimeout is the per-test timeout of name's collection.
 func (t *timeline) kselftestTimeout(name string) time.Duration {
 	coll, _, _ := strings.Cut(name, ":")
-	if d := t.ksTimeouts[coll]; d > 0 {
+	if d := t.ks.timeouts[coll]; d > 0 {
 		return d
 	}
 	return defaultKselftestTimeout
@@ -66,11 +66,11 @@ func (t *timeline) kselftest(ctx context.Context, st *scenarios.Step, name strin
 	if len(attempts) > 1 {
 		k.Attempts = attempts
 	}
-	k.KnownFlaky, k.Strict = known, t.strict
+	k.KnownFlaky, k.Strict = known, t.ks.strict
 	k.Step, k.Seconds = st.Name, time.Since(start).Seconds()
 	t.logf("kselftest %s: %s %s (%.1fs)", name, k.Status, k.Reason, k.Seconds)
 	t.mu.Lock()
-	t.kselftests = append(t.kselftests, k)
+	t.ks.results = append(t.ks.results, k)
 	t.mu.Unlock()
 	return nil
 }
@@ -86,8 +86,8 @@ func retryable(k results.Kselftest) bool {
 // known-flaky list's reason when it lists the test for this kernel: a
 // known-flaky test gets its entry's retries when the run retries at all.
 func (t *timeline) kselftestRetries(name string) (int, string) {
-	n := t.ksRetries
-	k, ok := lookupKnownFlaky(t.knownFlaky, name, t.kernelSpec)
+	n := t.ks.retries
+	k, ok := lookupKnownFlaky(t.ks.known, name, t.ks.spec)
 	if !ok {
 		return n, ""
 	}
@@ -120,8 +120,8 @@ func (t *timeline) kselftestOnce(ctx context.Context, name string, attempt int) 
 		// their timing checks.
 		x.Env = append(x.Env, "KSFT_MACHINE_SLOW=yes")
 	}
-	if t.ksHook != nil {
-		t.ksHook(name, attempt, &x)
+	if t.ks.hook != nil {
+		t.ks.hook(name, attempt, &x)
 	}
 	t.logf("kselftest %s (timeout %v)", name, timeout)
 	res, err := t.callExec(ctx, x)

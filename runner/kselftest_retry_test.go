@@ -66,19 +66,19 @@ func TestKselftestRetry(t *testing.T) {
 				return tc.answers[min(n, len(tc.answers))-1], ""
 			})
 			tl := newTimeline(&scenarios.Scenario{}, 1, ctl, nil, t.Logf)
-			tl.outDir, tl.ksRetries, tl.strict, tl.kernelSpec, tl.knownFlaky = t.TempDir(), tc.retries, tc.strict, tc.spec, known
+			tl.outDir, tl.ks.retries, tl.ks.strict, tl.ks.spec, tl.ks.known = t.TempDir(), tc.retries, tc.strict, tc.spec, known
 			if err := tl.kselftest(context.Background(), &scenarios.Step{Name: "ks"}, "net:x.sh"); err != nil {
 				t.Fatal(err)
 			}
-			k := tl.kselftests[0]
+			k := tl.ks.results[0]
 			if runs != tc.attempts {
 				t.Errorf("ran %d times, want %d", runs, tc.attempts)
 			}
 			if k.Status != tc.status || k.Flaky() != tc.flaky || k.Failed() != tc.failed || k.KnownFlaky != tc.known {
 				t.Errorf("status %s flaky %v failed %v known %q, want %s %v %v %q", k.Status, k.Flaky(), k.Failed(), k.KnownFlaky, tc.status, tc.flaky, tc.failed, tc.known)
 			}
-			if got := len(kselftestReasons(tl.kselftests)) > 0; got != tc.failed {
-				t.Errorf("verdict reasons %q, want some: %v", kselftestReasons(tl.kselftests), tc.failed)
+			if got := len(kselftestReasons(tl.ks.results)) > 0; got != tc.failed {
+				t.Errorf("verdict reasons %q, want some: %v", kselftestReasons(tl.ks.results), tc.failed)
 			}
 			// Every attempt's output is kept in its own file.
 			if tc.attempts > 1 && len(k.Attempts) != tc.attempts {
@@ -104,15 +104,15 @@ func TestKselftestRetry(t *testing.T) {
 // TestKselftestBudget: the step deadline covers every attempt.
 func TestKselftestBudget(t *testing.T) {
 	tl := newTimeline(&scenarios.Scenario{}, 1, nil, nil, t.Logf)
-	tl.ksTimeouts = map[string]time.Duration{"net": 10 * time.Second}
-	tl.knownFlaky = []knownFlaky{{Test: "net:k.sh", Kernels: []string{"all"}, Reason: "r", Date: "2026-12-01", Retries: 2}}
+	tl.ks.timeouts = map[string]time.Duration{"net": 10 * time.Second}
+	tl.ks.known = []knownFlaky{{Test: "net:k.sh", Kernels: []string{"all"}, Reason: "r", Date: "2026-12-01", Retries: 2}}
 	one := 10*time.Second + kselftestSlack
 	for _, tc := range []struct {
 		name    string
 		retries int
 		want    time.Duration
 	}{{"net:x.sh", 0, one}, {"net:x.sh", 1, 2 * one}, {"net:k.sh", 1, 3 * one}, {"net:k.sh", 0, one}} {
-		tl.ksRetries = tc.retries
+		tl.ks.retries = tc.retries
 		if got := tl.kselftestBudget(tc.name); got != tc.want {
 			t.Errorf("%s with %d retries: %v, want %v", tc.name, tc.retries, got, tc.want)
 		}

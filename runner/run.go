@@ -244,12 +244,12 @@ func (r *run) do(ctx context.Context) error {
 		return err
 	}
 	r.tl = newTimeline(r.s, seed, r.ctl, r.host, r.cfg.Logf)
-	r.tl.ksTimeouts, r.tl.outDir, r.tl.slow = r.cfg.KselftestTimeouts, r.cfg.OutDir, r.res.Accel == "tcg"
+	r.tl.ks.timeouts, r.tl.outDir, r.tl.slow = r.cfg.KselftestTimeouts, r.cfg.OutDir, r.res.Accel == "tcg"
 	r.tl.noPolls = r.cfg.NoPolls && !r.s.NeedsPolls()
 	r.tl.covered = r.cover != nil
 	r.tl.kernel = model.KernelOf(r.hello.Kernel)
 	r.tl.cpu = r.guest.cpuUse
-	r.tl.ksRetries, r.tl.strict, r.tl.kernelSpec, r.tl.ksHook = r.cfg.KselftestRetries, r.cfg.Strict, r.cfg.Kernel.Spec, r.cfg.kselftestHook
+	r.tl.ks.retries, r.tl.ks.strict, r.tl.ks.spec, r.tl.ks.hook = r.cfg.KselftestRetries, r.cfg.Strict, r.cfg.Kernel.Spec, r.cfg.kselftestHook
 	err = r.tl.run(ctx)
 	r.res.Timings.Timeline = r.tl.elapsed()
 	var hang *hangError

@@ -60,29 +60,32 @@ type timeline struct {
 	stats   map[string]*loadResult
 	samples []sampleRec
 	iters   map[*scenarios.Step][]iteration // each repetition's start and value
-	edges   map[string]*stepEdges           // snapshots windowed assertions need, by step name
-	edgeCtx context.Context                 // ends the snapshots scheduled after steps
-	edgeWG  sync.WaitGroup
-	final   float64    // host time of the snapshot after the timeline, 0 if none
-	rng     *rand.Rand // jitter, seeded from the scenario (guarded by mu)
+	edges   edgePlan                        // snapshots windowed assertions need
+	final   float64                         // host time of the snapshot after the timeline, 0 if none
+	rng     *rand.Rand                      // jitter, seeded from the scenario (guarded by mu)
 
-	ksTimeouts map[string]time.Duration                     // per-test timeout by kselftest collection
-	outDir     string                                       // the run folder: kselftests/<test>.log, exec/<line>-<run>.log
-	slow       bool                                         // an emulated CPU (TCG): tests may relax timing
-	noPolls    bool                                         // no who-polled sampling unless an assertion needs it
-	covered    bool                                         // the cover probes count the series' functions
-	kernel     model.Kernel                                 // the guest's release, for the rules that depend on it
-	kselftests []results.Kselftest                          // guarded by mu
-	ksRetries  int                                          // attempts after a failed kselftest's first
-	knownFlaky []knownFlaky                                 // known-flaky.yaml
-	kernelSpec string                                       // the kernel's spec name, for knownFlaky
-	strict     bool                                         // flaky kselftests count as failures
-	ksHook     func(name string, attempt int, x *wire.Exec) // tests: change an attempt's command
-	execLogs   map[*scenarios.Step]*execLog                 // exec steps' outputs, guarded by mu
-	cpu        func() (vm.CPUUse, error)                    // QEMU's CPU use so far (Guest.cpuUse); nil = not measured
+	ks       kselftestRun
+	outDir   string                       // the run folder: kselftests/<test>.log, exec/<line>-<run>.log
+	slow     bool                         // an emulated CPU (TCG): tests may relax timing
+	noPolls  bool                         // no who-polled sampling unless an assertion needs it
+	covered  bool                         // the cover probes count the series' functions
+	kernel   model.Kernel                 // the guest's release, for the rules that depend on it
+	execLogs map[*scenarios.Step]*execLog // exec steps' outputs, guarded by mu
+	cpu      func() (vm.CPUUse, error)    // QEMU's CPU use so far (Guest.cpuUse); nil = not measured
 
 	sampleBytes int64  // the samples' size kept so far, guarded by mu
 	samplesCut  string // why samples stopped being kept, "" = all kept; guarded by mu
+}
+
+// kselftestRun is what a timeline's kselftest steps are given and record.
+type kselftestRun struct {
+	timeouts map[string]time.Duration                     // per-test timeout by collection
+	retries  int                                          // attempts after a failed test's first
+	known    []knownFlaky                                 // known-flaky.yaml
+	spec     string                                       // the kernel's spec name, for known
+	strict   bool                                         // flaky tests count as failures
+	hook     func(name string, attempt int, x *wire.Exec) // tests: change an attempt's command
+	results  []results.Kselftest                          // guarded by the timeline's mu
 }
 
 // iteration is one repetition of a step's action, in seconds since the
@@ -129,7 +132,7 @@ type loadResult struct {
 func newTimeline(s *scenarios.Scenario, seed int64, ctl *control, host *vm.HostNet, logf func(string, ...any)) *timeline {
 	return &timeline{s: s, ctl: ctl, host: host, logf: logf, rng: rand.New(rand.NewPCG(uint64(seed), 0x6e617069)),
 		loads: map[string]*activeLoad{}, stats: map[string]*loadResult{}, iters: map[*scenarios.Step][]iteration{},
-		edges: planEdges(s), knownFlaky: shippedKnownFlaky}
+		edges: edgePlan{byStep: planEdges(s)}, ks: kselftestRun{known: shippedKnownFlaky}}
 }
 
 // vm.CPUUse reads QEMU's CPU use, or fails when the guest cannot say.
@@ -172,10 +175,10 @@ func (t *timeline) run(ctx context.Context) error {
 		}(g)
 	}
 	ectx, stopEdges := context.WithCancel(ctx)
-	t.edgeCtx = ectx
+	t.edges.ctx = ectx
 	err := t.runSteps(ctx, t.s.Timeline)
 	stopEdges()
-	t.edgeWG.Wait()
+	t.edges.wg.Wait()
 	stopSamplers()
 	wg.Wait()
 	var hang *hangError

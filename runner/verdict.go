@@ -63,7 +63,7 @@ func (r *run) finish(err error) {
 		res.Polls = metrics.PollRates(r.tl.pollSnapshots())
 		res.Injections = r.tl.injections()
 		res.Coverage = r.tl.coverage(r.cover)
-		res.Kselftests = r.tl.kselftests
+		res.Kselftests = r.tl.ks.results
 	}
 	if r.guest != nil {
 		res.Asserts = append(res.Asserts, r.splats())

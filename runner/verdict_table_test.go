@@ -162,7 +162,7 @@ func TestVerdictTable(t *testing.T) {
 			}
 			if tc.ks != nil {
 				r.tl = windowTimeline(s)
-				r.tl.kselftests = tc.ks
+				r.tl.ks.results = tc.ks
 			}
 			r.finish(tc.err)
 			if r.res.Verdict != tc.verdict {
