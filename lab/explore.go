@@ -140,6 +140,7 @@ func runExplore(cmd *cobra.Command, g *globalOptions, o *exploreOptions) error {
 	}
 	sum, err := explore.Explore(ctx, explore.Config{
 		Kernel:   o.kernel,
+		Flavour:  o.flavour,
 		Options:  explore.Options{Steps: o.steps, Release: kern.Release()},
 		Seed:     o.seed,
 		Runs:     o.runs,

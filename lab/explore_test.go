@@ -73,3 +73,19 @@ func TestExploreOnAKernel(t *testing.T) {
 		t.Fatalf("lab explore triage: %v\n%s", err, b)
 	}
 }
+
+// TestTriageFlavour: triage builds in the finding's flavour unless
+// --flavour says otherwise, and a flavour it cannot build is refused
+// before any kernel is.
+func TestTriageFlavour(t *testing.T) {
+	finding := t.TempDir()
+	os.WriteFile(filepath.Join(finding, "minimized.yaml"), []byte("name: m\ntimeline: [{sleep: 1s}]\n"), 0o644)
+	os.WriteFile(filepath.Join(finding, "finding.json"), []byte(`{"title": "x", "flavour": "sanitized"}`), 0o644)
+	cache := t.TempDir()
+	if got := execLab(t, "--cache", cache, "explore", "triage", finding, "-k", "../kernels/stock-6.1.yaml"); !strings.Contains(got, `"sanitized"`) {
+		t.Errorf("the finding's flavour: %s", got)
+	}
+	if got := execLab(t, "--cache", cache, "explore", "triage", finding, "-k", "../kernels/stock-6.1.yaml", "--flavour", "odd"); !strings.Contains(got, `"odd"`) {
+		t.Errorf("--flavour over the finding's: %s", got)
+	}
+}

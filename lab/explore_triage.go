@@ -10,6 +10,7 @@ import (
 	"napilab/kernels"
 	"napilab/results"
 	"napilab/runner"
+	"napilab/runner/campaign"
 	"napilab/scenarios"
 	"napilab/scenarios/explore"
 )
@@ -19,6 +20,7 @@ type triageOptions struct {
 	runs     int
 	out      string
 	makeJobs int
+	flavour  string
 }
 
 func newTriageCmd(g *globalOptions) *cobra.Command {
@@ -29,7 +31,9 @@ func newTriageCmd(g *globalOptions) *cobra.Command {
 		Long: `triage runs FINDING/minimized.yaml (a folder lab explore wrote) --runs times on
 each kernel and says on which it FAILs with the finding's title: the bases
 that have the bug, and whether a fix removes it. A kernel too old for the
-program's knobs is a SKIP. Exit code 1 when any kernel has it.`,
+program's knobs is a SKIP. The kernels are built in the finding's flavour
+(a debug finding on the debug flavour, with the program's debug parameters)
+unless --flavour says otherwise. Exit code 1 when any kernel has it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return triage(cmd, g, o, args[0]) },
 	}
@@ -38,6 +42,7 @@ program's knobs is a SKIP. Exit code 1 when any kernel has it.`,
 	f.IntVar(&o.runs, "runs", 3, "runs of the reproducer on each kernel")
 	f.StringVarP(&o.out, "out", "o", "", "folder for the run folders (default FINDING/triage)")
 	f.IntVar(&o.makeJobs, "make-jobs", 0, "make -j for kernel builds (0: the CPUs)")
+	f.StringVar(&o.flavour, "flavour", "", flavourUsage+" (default: the finding's)")
 	cmd.MarkFlagRequired("kernel")
 	return cmd
 }
@@ -64,6 +69,12 @@ func triage(cmd *cobra.Command, g *globalOptions, o *triageOptions, dir string) 
 	gs := newGuests(g, o.makeJobs, stderr)
 	gs.NoCover = true
 	defer gs.Release()
+	if !cmd.Flags().Changed("flavour") {
+		o.flavour = f.Flavour
+	}
+	if gs.Flavour, err = kernels.ParseFlavour(o.flavour); err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, "%s (%s)\n", f.Title, path)
 	has := false
 	for _, k := range o.kernels {
@@ -80,6 +91,11 @@ func triage(cmd *cobra.Command, g *globalOptions, o *triageOptions, dir string) 
 			fmt.Fprintf(stdout, "  %-28s SKIP (%s): %s\n", spec.Name, cfg.Kernel.Release, why)
 			continue
 		}
+		// A debug kernel's parameters, as lab explore and lab run give them.
+		ks, _, err := campaign.ForKernel(cfg, s, nil)
+		if err != nil {
+			return err
+		}
 		counts := map[string]int{}
 		same := 0
 		for i := range o.runs {
@@ -87,7 +103,7 @@ func triage(cmd *cobra.Command, g *globalOptions, o *triageOptions, dir string) 
 			if err != nil {
 				return err
 			}
-			cfg.Scenario, cfg.OutDir = s, rd
+			cfg.Scenario, cfg.OutDir = ks, rd
 			r := runner.Run(ctx, cfg)
 			if ctx.Err() != nil {
 				return ctx.Err()

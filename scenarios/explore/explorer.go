@@ -29,6 +29,7 @@ type Run func(ctx context.Context, p Program, name string) (Outcome, error)
 // Config is one exploration.
 type Config struct {
 	Kernel   string // the spec, for the findings' headers
+	Flavour  string // the kernel's build flavour ("debug"), for lab explore triage
 	Options  Options
 	Seed     uint64        // the first program's seed
 	Runs     int           // programs to run; 0: until Time
@@ -46,6 +47,7 @@ type Finding struct {
 	Title     string   `json:"title"`
 	Seeds     []uint64 `json:"seeds"` // the programs that failed with it
 	Kernel    string   `json:"kernel"`
+	Flavour   string   `json:"flavour,omitempty"` // the kernel's build flavour: triage builds the same
 	Original  int      `json:"original_steps"`
 	Minimized int      `json:"minimized_steps"`
 	Dir       string   `json:"-"`
@@ -200,7 +202,7 @@ func (e *explorer) judged(i int, p Program, out Outcome, took time.Duration) (*F
 		f.Seeds = append(f.Seeds, p.Seed)
 		return f, false
 	}
-	f := &Finding{Title: out.Title, Seeds: []uint64{p.Seed}, Kernel: e.cfg.Kernel, Original: p.Size(),
+	f := &Finding{Title: out.Title, Seeds: []uint64{p.Seed}, Kernel: e.cfg.Kernel, Flavour: e.cfg.Flavour, Original: p.Size(),
 		Dir: filepath.Join(e.cfg.Out, "findings", Slug(out.Title))}
 	e.findings[out.Title] = f
 	e.sum.Findings = append(e.sum.Findings, f)
