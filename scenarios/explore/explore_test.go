@@ -31,6 +31,13 @@ func TestGenerateValid(t *testing.T) {
 					t.Fatalf("seed %d: step %s tolerates %q, want the 7 refusals", seed, st.Name, st.Tolerate)
 				}
 			}
+			// The witness sends throughout, on devices no step names.
+			if l := s.Loads["witness-udp"]; l == nil || l.SinkNetns != "wit" || !strings.Contains(fmt.Sprint(s.Timeline[0].Start), "witness-udp") {
+				t.Fatalf("seed %d: no witness load started with the others:\n%s", seed, y)
+			}
+			if tl := y[bytes.Index(y, []byte("\ntimeline:")):]; bytes.Contains(tl, []byte("wrx")) || bytes.Contains(tl, []byte("wtx")) || bytes.Contains(tl, []byte("netns: w")) {
+				t.Fatalf("seed %d: a step names the witness's devices:\n%s", seed, y)
+			}
 			if rel == "6.1" && bytes.Contains(y, []byte("napi: ")) {
 				t.Fatalf("seed %d: a napi-set step on 6.1:\n%s", seed, y)
 			}

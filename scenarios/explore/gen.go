@@ -22,7 +22,9 @@ type Step struct {
 }
 
 // Program is a generated scenario: the shipped NIC and veth fragments, their
-// loads started first and stopped last, and Steps between.
+// loads started first and stopped last, and Steps between; beside them the
+// witness fragment's load, on devices no knob names, so that udp-conserved
+// judges its namespace in every program.
 type Program struct {
 	Seed   uint64
 	Parent uint64 // the seed of the corpus program it was mutated from; 0: drawn afresh
@@ -381,7 +383,7 @@ func (p Program) YAML(name, header string) []byte {
 	if need := p.needs(); need != "" {
 		fmt.Fprintf(&b, "kernel: {min: \"%s\", reason: the napi-set knobs it turns}\n", need)
 	}
-	b.WriteString("include: [fragments/nic.yaml, fragments/veth-peer.yaml]\n")
+	b.WriteString("include: [fragments/nic.yaml, fragments/veth-peer.yaml, fragments/witness.yaml]\n")
 	fmt.Fprintf(&b, "params:\n  # refusals a random order of knobs may get (not findings)\n  refusals: \"%s\"\n  deadline: 5s\n", tolerated)
 	b.WriteString(debugDeadline)
 	b.WriteString("defaults: {deadline: \"${deadline}\"}\n")
@@ -394,11 +396,11 @@ func (p Program) YAML(name, header string) []byte {
 			fmt.Fprintf(&b, "  %s: {busy_poll: 50}\n", l)
 		}
 	}
-	b.WriteString("timeline:\n  - start: [nic-udp, veth-udp]\n")
+	b.WriteString("timeline:\n  - start: [nic-udp, veth-udp, witness-udp]\n")
 	for i, st := range p.Steps {
 		writeStep(&b, st, fmt.Sprintf("s%d", i+1), "  ")
 	}
-	b.WriteString("  - sleep: 500ms\n  - stop: [nic-udp, veth-udp]\n")
+	b.WriteString("  - sleep: 500ms\n  - stop: [nic-udp, veth-udp, witness-udp]\n")
 	b.WriteString("asserts:\n  - no-splat: {}\n")
 	return []byte(b.String())
 }
