@@ -77,22 +77,26 @@ type Budget struct {
 	Pos   Pos      `yaml:"-"`
 }
 
-// Mode is the perf mode the scenario's parameters select: the mode whose
-// every value is in force, or "" when none is (or it declares none).
+// Mode is the perf mode the scenario's parameters select: of the modes
+// whose every value is in force, the one that sets the most (tcp's
+// {threaded: 0, proto: tcp} over softirq's {threaded: 0}), the first by
+// name among equals; "" when none is (or it declares none).
 func (s *Scenario) Mode() string {
 	if s.Perf == nil {
 		return ""
 	}
+	mode, most := "", 0
 	for _, name := range sortedKeys(s.Perf.Modes) {
+		set := s.Perf.Modes[name]
 		match := true
-		for k, v := range s.Perf.Modes[name] {
+		for k, v := range set {
 			match = match && s.Values[k] == v
 		}
-		if match {
-			return name
+		if match && len(set) > most {
+			mode, most = name, len(set)
 		}
 	}
-	return ""
+	return mode
 }
 
 // ModeNames lists the perf modes in name order (none without perf: or modes:).

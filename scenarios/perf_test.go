@@ -306,6 +306,21 @@ func TestPerfModes(t *testing.T) {
 	if !s.PinsMode(map[string]string{"threaded": "1"}) || s.PinsMode(map[string]string{"duration": "3s"}) {
 		t.Error("PinsMode: -p threaded pins the mode, -p duration does not")
 	}
+	// A mode that sets more of the values in force wins over one they
+	// include: rr-tail's tcp (threaded=0, proto=tcp) is not softirq
+	// (threaded=0), and takes tcp's budgets.
+	rr, err := Open("perf/rr-tail.yaml", map[string]string{"threaded": "0", "proto": "tcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rr.Mode() != "tcp" {
+		t.Errorf("rr-tail threaded=0 proto=tcp: mode %q, want tcp", rr.Mode())
+	}
+	for _, b := range rr.BudgetsInForce() {
+		if !slices.Contains(b.Modes, "tcp") {
+			t.Errorf("rr-tail [tcp] keeps the budget on %s (modes %v)", b.Metric, b.Modes)
+		}
+	}
 	src := base + `params: {t: "0", u: "0"}
 perf:
   modes:
