@@ -183,10 +183,10 @@ func (r *run) do(ctx context.Context) error {
 		}
 		taps = append(taps, t)
 	}
-	var routes []vm.Route
+	var routes []wire.Route
 	for _, rt := range r.s.Topology.Routes {
 		if rt.Host {
-			routes = append(routes, vm.Route{To: rt.To, Via: rt.Via})
+			routes = append(routes, wire.Route{To: rt.To, Via: rt.Via})
 		}
 	}
 	r.host, err = vm.NewHostNet(taps, routes)

@@ -45,13 +45,9 @@ func (a *agent) setup(t wire.Topology) error {
 }
 
 func (a *agent) addRoute(r wire.Route) error {
-	_, dst, err := net.ParseCIDR(r.To)
+	dst, via, err := r.Parse()
 	if err != nil {
 		return err
-	}
-	via := net.ParseIP(r.Via)
-	if via == nil {
-		return fmt.Errorf("bad address %q", r.Via)
 	}
 	h, err := a.ns.handle(r.Netns)
 	if err != nil {

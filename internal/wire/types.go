@@ -1,6 +1,10 @@
 package wire
 
-import "time"
+import (
+	"fmt"
+	"net"
+	"time"
+)
 
 // Hello describes the guest once the agent is up.
 type Hello struct {
@@ -60,6 +64,19 @@ type Route struct {
 	Netns string `json:"netns,omitempty"`
 	To    string `json:"to"`
 	Via   string `json:"via"`
+}
+
+// Parse returns the route's destination and gateway.
+func (r Route) Parse() (*net.IPNet, net.IP, error) {
+	_, dst, err := net.ParseCIDR(r.To)
+	if err != nil {
+		return nil, nil, err
+	}
+	via := net.ParseIP(r.Via)
+	if via == nil {
+		return nil, nil, fmt.Errorf("bad address %q", r.Via)
+	}
+	return dst, via, nil
 }
 
 // NIC is a virtio-net device, found by MAC and renamed to Name.

@@ -8,6 +8,7 @@ import (
 
 	"napilab/internal/nsthread"
 	"napilab/internal/sandbox"
+	"napilab/internal/wire"
 
 	"github.com/hashicorp/go-multierror"
 	"github.com/vishvananda/netlink"
@@ -39,12 +40,10 @@ type TapSpec struct {
 	GuestMAC string
 }
 
-// Route is a static route on the host's side: packets for To (CIDR) go to
-// the guest's address Via, for a network the guest forwards to.
-type Route struct{ To, Via string }
-
-// NewHostNet creates the namespace, the taps and the routes.
-func NewHostNet(specs []TapSpec, routes []Route) (h *HostNet, err error) {
+// NewHostNet creates the namespace, the taps and the routes: static routes
+// on the host's side (Netns unused) to the guest's address Via, for a
+// network the guest forwards to.
+func NewHostNet(specs []TapSpec, routes []wire.Route) (h *HostNet, err error) {
 	h = &HostNet{ns: -1}
 	defer func() {
 		if err != nil {
@@ -77,14 +76,10 @@ func NewHostNet(specs []TapSpec, routes []Route) (h *HostNet, err error) {
 	return h, err
 }
 
-func addRoute(r Route) error {
-	_, dst, err := net.ParseCIDR(r.To)
+func addRoute(r wire.Route) error {
+	dst, via, err := r.Parse()
 	if err != nil {
 		return err
-	}
-	via := net.ParseIP(r.Via)
-	if via == nil {
-		return fmt.Errorf("bad address %q", r.Via)
 	}
 	return netlink.RouteAdd(&netlink.Route{Dst: dst, Gw: via})
 }
