@@ -292,8 +292,8 @@ func (p *Perf) setDefaults() {
 }
 
 // perf checks the perf block: a baseline, enough repeats for the rank test,
-// a level, and budgets on figures the runner computes. A budget tighter than
-// its noise allows at this repeat is a warning.
+// a level, and budgets on figures the runner computes. A budget that even
+// max_repeat runs cannot decide at its noise is a warning.
 func (k *checker) perf() {
 	p := k.s.Perf
 	if p == nil {
@@ -322,10 +322,10 @@ func (k *checker) perf() {
 		k.budget(b)
 		if noise, _, written := b.noise(); !alphaOK || noise == 0 || b.bounds() != 1 {
 			continue
-		} else if n := b.RunsNeeded(p.Alpha); n > p.Repeat {
+		} else if n := b.RunsNeeded(p.Alpha); n > p.MaxRepeat {
 			dir, tol := b.Tolerance()
-			c.warn(b.Pos, "budget %s %s on %s is tighter than the noise allows: at %s %s it needs %d runs per side (%g%% power), repeat is %d",
-				dir, tol, b.Metric, b.noiseKind("CV"), written, n, PerfPower*100, p.Repeat)
+			c.warn(b.Pos, "budget %s %s on %s is tighter than the noise allows: at %s %s it needs %d runs per side (%g%% power), max_repeat is %d",
+				dir, tol, b.Metric, b.noiseKind("CV"), written, n, PerfPower*100, p.MaxRepeat)
 		}
 	}
 }

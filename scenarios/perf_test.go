@@ -42,7 +42,7 @@ func TestPerfGood(t *testing.T) {
 		t.Error("a budget on napi.polls does not ask for who polled")
 	}
 	want := []string{"testdata/perf/good.yaml:29:7: warning: budget max_rise 2% on udp.rx_pps is tighter than the noise allows: " +
-		"at CV 6% it needs 222 runs per side (80% power), repeat is 10"}
+		"at CV 6% it needs 222 runs per side (80% power), max_repeat is 20"}
 	if !slices.Equal(s.Warnings, want) {
 		t.Errorf("warnings = %q\nwant %q", s.Warnings, want)
 	}
@@ -67,6 +67,25 @@ func TestPerfDefaults(t *testing.T) {
 	s, err = Parse("x.yaml", []byte(base), nil)
 	if err != nil || s.Perf != nil || len(s.Metrics()) != 0 {
 		t.Errorf("a scenario without perf: %+v, %v", s.Perf, err)
+	}
+}
+
+// TestPerfWarnAtMaxRepeat: a budget the first repeat runs cannot decide but
+// the second look's max_repeat can lints clean; one past max_repeat warns.
+func TestPerfWarnAtMaxRepeat(t *testing.T) {
+	// 10% noise on a 20% budget needs 7 runs per side.
+	for _, tc := range []struct {
+		maxRepeat string
+		warn      bool
+	}{{"8", false}, {"6", true}} {
+		src := base + "perf:\n  repeat: 5\n  max_repeat: " + tc.maxRepeat + "\n  budgets:\n    - {metric: l.rx_pps, max_drop: 20%, noise: 10%}\n"
+		s, err := Parse("x.yaml", []byte(src), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(s.Warnings) == 1; got != tc.warn || len(s.Warnings) > 1 {
+			t.Errorf("max_repeat %s: warnings %q, want a warning %v", tc.maxRepeat, s.Warnings, tc.warn)
+		}
 	}
 }
 
