@@ -106,7 +106,7 @@ func newResultsCmd(_ *globalOptions) *cobra.Command {
 		},
 	}
 	merge.Flags().StringVarP(&mergeOut, "out", "o", "results/merged", "the merged folder")
-	cmd.AddCommand(list, merge, newResultsInvariantsCmd())
+	cmd.AddCommand(list, merge, newResultsInvariantsCmd(), newResultsNoiseCmd())
 	return cmd
 }
 

@@ -73,6 +73,7 @@ var commandStopping = map[string]stopping{
 	"lab results list":       stopAtOnce,
 	"lab results merge":      stopAtOnce,
 	"lab results invariants": stopAtOnce,
+	"lab results noise":      stopAtOnce,
 	"lab scenario lint":      stopAtOnce,
 	"lab scenario explain":   stopAtOnce,
 	"lab scenario schema":    stopAtOnce,
