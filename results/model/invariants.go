@@ -255,6 +255,9 @@ type Outcome struct {
 	// Overloaded are the windows a rule with reaches left out: ksoftirqd
 	// polled the device's NAPIs there (see checkReach).
 	Overloaded int
+	// Short are the phases of a single settled window that a rule with
+	// reaches left out (see checkReach).
+	Short int
 	// Tallies are the accounts of every namespace the conservation rule
 	// judged: what vanished in them is its noise.
 	Tallies []Tally
@@ -380,6 +383,9 @@ func (o Outcome) Assert() results.Assert {
 		a.Measured = fmt.Sprintf("%d of %d namespaces lost datagrams no counter counted", len(o.Broken), o.Judged)
 	case r.conserve:
 		a.Measured = fmt.Sprintf("held in %d namespaces, at most %d datagrams unaccounted", o.Judged, o.maxVanished())
+	case o.Judged == 0 && o.Short > 0:
+		a.Unmeasured = true
+		a.Measured = fmt.Sprintf("not measured: %s of one window, too short to judge", phases(o.Short))
 	case o.Judged == 0 && o.Overloaded > 0:
 		a.Unmeasured = true
 		a.Measured = fmt.Sprintf("not measured: %d windows overloaded (ksoftirqd polled), %d with a change under way", o.Overloaded, o.Unsure)
@@ -409,6 +415,9 @@ func (o Outcome) Assert() results.Assert {
 		a.Measured = fmt.Sprintf("held in %d phases (%d windows) of %d devices", o.Phases, o.Judged, o.NAPIs)
 		if o.Overloaded > 0 {
 			a.Measured += fmt.Sprintf("; %d windows overloaded (ksoftirqd polled) not judged", o.Overloaded)
+		}
+		if o.Short > 0 {
+			a.Measured += fmt.Sprintf("; %s of one window not judged", phases(o.Short))
 		}
 	default:
 		a.Measured = fmt.Sprintf("held in %d windows of %d NAPIs", o.Judged, o.NAPIs)
@@ -518,4 +527,12 @@ func Reads(samples []results.SampleLine) []Snapshot {
 	}
 	slices.SortStableFunc(out, func(a, b Snapshot) int { return cmp.Compare(a.From, b.From) })
 	return out
+}
+
+// phases counts phases: "1 phase", "2 phases".
+func phases(n int) string {
+	if n == 1 {
+		return "1 phase"
+	}
+	return fmt.Sprintf("%d phases", n)
 }

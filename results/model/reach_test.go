@@ -154,6 +154,30 @@ func TestBusyPollReachesOverload(t *testing.T) {
 	}
 }
 
+// TestBusyPollReachesShortPhase: a phase of one settled window without a
+// busy poll is too short to judge (a NAPI kept busy by its own context for
+// 0.2 s leaves the receiver nothing to take); two such windows break it.
+func TestBusyPollReachesShortPhase(t *testing.T) {
+	always := counter(func(float64) bool { return true })
+	for _, tc := range []struct {
+		end    float64 // threaded=0 ends the phase (settled from 0.62 s)
+		broken int
+	}{{1.1, 0}, {1.3, 1}} {
+		knobs := []results.Knob{threaded(0.1, 0.12, "1"), busyPoller(0.15, results.BusyPollerOn), threaded(tc.end, tc.end+0.02, "0")}
+		s := snaps(tc.end+0.4, func(x float64) []metrics.PollLine { return []metrics.PollLine{pkts("rx-0", "kthread", 0, always(x))} })
+		o := outcome(t, Check(Record{Kernel: Kernel{}, Knobs: knobs, Snaps: s}, rules), "busy-poll-reaches")
+		a := o.Assert()
+		switch {
+		case len(o.Broken) != tc.broken:
+			t.Errorf("phase to %.1fs: %d broken, want %d: %+v", tc.end, len(o.Broken), tc.broken, o)
+		case tc.broken == 0 && (o.Short != 1 || !a.Passed || !a.Unmeasured || a.Measured != "not measured: 1 phase of one window, too short to judge"):
+			t.Errorf("one window: %+v, %+v", o, a)
+		case tc.broken == 1 && (o.Short != 0 || o.Phases != 1 || a.Passed):
+			t.Errorf("two windows: %+v, %+v", o, a)
+		}
+	}
+}
+
 func TestByDeviceLineByLine(t *testing.T) {
 	// One task's line vanished, another's grew: the growth counts.
 	prev := []metrics.PollLine{{Dev: "eth0", NAPI: "rx-0", Context: "busypoll", CPU: 1, PID: 10, Polls: 100}}
