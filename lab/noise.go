@@ -16,6 +16,7 @@ import (
 	"napilab/internal/safefs"
 	"napilab/results"
 	"napilab/results/stats"
+	"napilab/scenarios"
 )
 
 func newResultsNoiseCmd() *cobra.Command {
@@ -61,7 +62,7 @@ func poolNoise(w io.Writer, args []string) error {
 		}
 		needs := "-" // a budget in the figure's units has no ratio to need runs for
 		if tol := max(n.Budget.MaxDrop, n.Budget.MaxRise); n.Budget.MaxAbove == 0 && tol > 0 {
-			needs = fmt.Sprint(stats.RunsNeeded(n.Pooled, tol, 0.05, 0.8))
+			needs = fmt.Sprint(stats.RunsNeeded(n.Pooled, tol, n.Alpha, scenarios.PerfPower))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s vs %s\t%s\t%d\t%d-%d\t%s\t%s\t%s\t%s\n", n.Scenario, cmp.Or(n.Mode, "-"), n.Candidate, n.Baseline,
 			n.Budget.Metric, len(n.CVs), slices.Min(n.Runs), slices.Max(n.Runs), pct(n.Pooled), strings.Join(each, " "), n.Budget, needs)

@@ -22,7 +22,7 @@ func TestPoolNoise(t *testing.T) {
 		if err := (&results.Result{Scenario: "rr-tail"}).Write(filepath.Join(dir, "a-1")); err != nil {
 			t.Fatal(err)
 		}
-		pc := &stats.PerfCheck{Baseline: "stock-6.1", Candidate: "threaded-napi-6.1", Mode: "threaded", Verdict: results.Pass,
+		pc := &stats.PerfCheck{Baseline: "stock-6.1", Candidate: "threaded-napi-6.1", Mode: "threaded", Alpha: 0.05, Verdict: results.Pass,
 			Budgets: []stats.BudgetResult{{Budget: stats.Budget{Metric: "rr.p50_us", MaxRise: 0.25}, Verdict: results.Pass, CV: cv,
 				Row: stats.CompareRow{A: stats.Summary{N: 5}, B: stats.Summary{N: 5}}}}}
 		f, err := os.Create(filepath.Join(dir, "perf.json"))
@@ -48,6 +48,9 @@ func TestPoolNoise(t *testing.T) {
 		if !strings.Contains(lines[1], w) {
 			t.Errorf("line lacks %q:\n%s", w, b.String())
 		}
+	}
+	if f := strings.Fields(lines[1]); f[len(f)-1] != "4" {
+		t.Errorf("runs needed %q, want 4:\n%s", f[len(f)-1], b.String())
 	}
 	if err := poolNoise(&b, []string{t.TempDir()}); err == nil || !strings.Contains(err.Error(), "no perf.json") {
 		t.Errorf("a folder without perf checks: %v", err)

@@ -239,21 +239,13 @@ func budgetSD(a, b Summary) float64 {
 // of the sides with two values or more and a finite, non-zero scale (NaN
 // when none has).
 func budgetPool(a, b Summary, scale func(Summary) float64) float64 {
-	var sum float64
-	var n int
+	var vs []float64
 	for _, s := range []Summary{a, b} {
-		d := scale(s)
-		if s.N < 2 || d == 0 || math.IsNaN(d) {
-			continue
+		if d := scale(s); s.N >= 2 && d != 0 && !math.IsNaN(d) {
+			vs = append(vs, (s.Q3-s.Q1)/1.349/d)
 		}
-		v := (s.Q3 - s.Q1) / 1.349 / d
-		sum += v * v
-		n++
 	}
-	if n == 0 {
-		return math.NaN()
-	}
-	return math.Sqrt(sum / float64(n))
+	return rms(vs)
 }
 
 // Change prints the budget's figure of change with its interval: the

@@ -20,6 +20,7 @@ type Round struct {
 type RoundNoise struct {
 	Scenario, Mode, Baseline, Candidate string
 	Budget                              Budget    // as the last round ran it
+	Alpha                               float64   // the last round's significance level
 	CVs                                 []float64 // one per round, in the order given; NaN where a round had none
 	Runs                                []int     // runs per side of each round (the smaller side)
 	Pooled                              float64   // root mean square of the finite CVs; NaN when there is none
@@ -41,7 +42,7 @@ func PoolRounds(rounds []Round) []RoundNoise {
 				byKey[k] = n
 				keys = append(keys, k)
 			}
-			n.Budget = b.Budget
+			n.Budget, n.Alpha = b.Budget, c.Alpha
 			n.CVs = append(n.CVs, b.CV)
 			n.Runs = append(n.Runs, min(b.Row.A.N, b.Row.B.N))
 		}
