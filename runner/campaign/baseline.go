@@ -10,6 +10,7 @@ import (
 	"napilab/results"
 	"napilab/results/stats"
 	"napilab/runner"
+	"napilab/scenarios"
 )
 
 // Recorder records stored baselines: one arm's runs on this host, every
@@ -69,7 +70,7 @@ func SmallestBudget(cv float64, n int) float64 {
 		return math.NaN()
 	}
 	for tol := 0.01; tol < 10; tol += 0.01 {
-		if stats.RunsNeeded(max(cv, 1e-9), tol, 0.05, 0.8) <= n {
+		if stats.RunsNeeded(max(cv, 1e-9), tol, scenarios.DefaultAlpha, scenarios.PerfPower) <= n {
 			return tol
 		}
 	}
