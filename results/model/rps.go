@@ -42,6 +42,8 @@ type rpsState struct {
 func rpsIn(knobs []results.Knob, from, to float64) (st rpsState, ok bool) {
 	masks := map[rpsKey]uint64{}
 	rfs := map[rpsKey]bool{}
+	racy := map[rpsKey]bool{}               // the queue's last writes raced
+	setters := map[rpsKey][]*results.Knob{} // each queue's RPS writes so far
 	var feeders []rpsKey
 	st.known, ok = true, true
 	for i := range knobs {
@@ -62,6 +64,11 @@ func rpsIn(knobs []results.Knob, from, to float64) (st rpsState, ok bool) {
 			if err != nil || k.Failed {
 				st.known = false
 			}
+			// Two writes under way at once leave the mask unknown until
+			// the next: the kernel applied them in an order the host
+			// cannot see.
+			racy[key] = racing(setters[key], k, maskOf)
+			setters[key] = append(setters[key], k)
 			masks[key] = m
 		case results.KnobRFS:
 			rfs[key] = k.Failed || strings.TrimSpace(k.Value) != "0"
@@ -73,8 +80,9 @@ func rpsIn(knobs []results.Knob, from, to float64) (st rpsState, ok bool) {
 		}
 		st.by = k
 	}
-	for _, m := range masks {
+	for key, m := range masks {
 		st.union |= m
+		st.known = st.known && !racy[key]
 	}
 	for _, on := range rfs {
 		st.rfs = st.rfs || on
@@ -86,6 +94,13 @@ func rpsIn(knobs []results.Knob, from, to float64) (st rpsState, ok bool) {
 		}
 	}
 	return st, ok
+}
+
+// maskOf is the CPUs an rps_cpus value sets (0 when unreadable: a refused
+// write leaves the mask unknown anyway).
+func maskOf(v string) uint64 {
+	m, _ := parseMask(v)
+	return m
 }
 
 // parseMask reads an rps_cpus mask: hex, in 32-bit groups separated by

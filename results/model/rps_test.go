@@ -72,6 +72,14 @@ func TestRPSInMask(t *testing.T) {
 			grow(1, 0.2), grow(0, 1), true, "199 backlog packet on cpu0"},
 		{"exec steps: unknown feeders", append(steer[:1:1], results.Knob{Kind: results.KnobNetifRx, Dev: "*", Value: "on"}),
 			grow(1, 0.2), grow(0, 1), true, ""},
+		// explore seed 13495 on stock-6.1: masks 1 and 3 written side by side,
+		// IPIs on cpu1 as mask 3 allows; the host cannot see which came last.
+		{"two masks under way at once: unknown", []results.Knob{rpsKnob(0.1, "eth0", "3"), rpsKnob(0.105, "eth0", "1")},
+			grow(1, 0.2), none, false, ""},
+		{"the same mask side by side: known", []results.Knob{rpsKnob(0.1, "eth0", "2"), rpsKnob(0.105, "eth0", "02")},
+			grow(0, 1.0), none, true, "199 RPS IPI on cpu0"},
+		{"a write after the race: known again", []results.Knob{rpsKnob(0.1, "eth0", "3"), rpsKnob(0.105, "eth0", "1"), rpsKnob(0.5, "eth0", "2")},
+			grow(0, 1.0), none, true, "200 RPS IPI on cpu0"},
 		{"a refused mask: unknown", []results.Knob{{Start: 0.1, Done: 0.11, Dev: "eth0", Kind: results.KnobRPS, Value: "2", Failed: true}},
 			grow(0, 1), grow(0, 1), false, ""},
 	} {
